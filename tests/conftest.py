@@ -16,3 +16,7 @@ def fixtures() -> Path:
     if not FIXTURES.is_dir():
         pytest.fail(f"shared fixtures not found at {FIXTURES} (set DST_JUDGE_FIXTURES)")
     return FIXTURES
+
+os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
+
+from tests.databases import db_url, engine  # noqa: E402,F401  (fixtures for every test module)

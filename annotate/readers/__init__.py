@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from annotate.readers import fga_json, fga_text, trade_dials, trade_predictions
+from annotate.readers import coco_eval, dstc, fga_json, fga_text, trade_dials, trade_predictions
 from annotate.readers.errors import ReaderError, parse_json, read_text
 from metrics.dialogue import Dialogue
 
 # JSON formats in the order they are tried; each module has sniff(document) and read(path, document=...).
 JSON_READERS = {module.FORMAT: module for module in (fga_json, trade_predictions, trade_dials)}
 FORMATS = (fga_text.FORMAT, *JSON_READERS)
+# Formats that hold no belief-state dialogues; study creation reads them with their own modules.
+OTHER_JSON = {coco_eval.FORMAT: coco_eval, dstc.FORMAT: dstc}
 
 __all__ = ["FORMATS", "ReaderError", "detect_format", "load_dialogues", "read_file"]
 
@@ -29,10 +31,10 @@ def detect_format(path: str | os.PathLike, text: str):
     if not stripped.startswith(("{", "[")):
         raise ReaderError(path, "line 1", f"unknown format: not JSON and not FGA text (known formats: {', '.join(FORMATS)})")
     document = parse_json(path, text)
-    for name, module in JSON_READERS.items():
+    for name, module in {**JSON_READERS, **OTHER_JSON}.items():
         if module.sniff(document):
             return name, document
-    raise ReaderError(path, "", f"unknown JSON layout (known formats: {', '.join(FORMATS)})")
+    raise ReaderError(path, "", f"unknown JSON layout (known formats: {', '.join((*FORMATS, *OTHER_JSON))})")
 
 
 def read_file(path: str | os.PathLike, fmt: str | None = None, data: bytes | None = None) -> list[Dialogue]:
@@ -41,6 +43,8 @@ def read_file(path: str | os.PathLike, fmt: str | None = None, data: bytes | Non
         raise ReaderError(path, "", f"unknown format {fmt!r} (known formats: {', '.join(FORMATS)})")
     text = read_text(path, data)
     detected, document = detect_format(path, text) if fmt is None else (fmt, None)
+    if detected in OTHER_JSON:
+        raise ReaderError(path, "", f"is a {detected} file, which holds no predicted belief states")
     if detected == fga_text.FORMAT:
         return fga_text.read(path, text.encode("utf-8"))
     if document is None:

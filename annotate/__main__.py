@@ -1,0 +1,198 @@
+"""``python -m annotate``: scripted set-up of studies, annotators and votes.
+
+    python -m annotate [--db URL] init
+    python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
+    python -m annotate annotator list
+    python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
+                       [--guideline FILE] [--sample N --seed S] [--gold FILE.csv] [--timeout MINUTES] PATHS...
+    python -m annotate study list
+    python -m annotate study items NAME --json
+    python -m annotate status NAME [--json]
+    python -m annotate votes import NAME FILE.csv
+    python -m annotate votes export NAME [--format csv|jsonl] [--history] [--out F]
+
+The database is ``--db``, else ``DST_JUDGE_DB``, else the embedded SQLite file.
+Every command that writes is one transaction: an error changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m annotate", description="DST Judge: studies, annotators, votes")
+    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the embedded SQLite file)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("init", help="create or migrate the database")
+
+    annotator = commands.add_parser("annotator").add_subparsers(dest="action", required=True)
+    add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
+    add.add_argument("name")
+    add.add_argument("--admin", action="store_true")
+    annotator.add_parser("list")
+
+    study = commands.add_parser("study").add_subparsers(dest="action", required=True)
+    create = study.add_parser("create", help="create a study from data files (one transaction)")
+    create.add_argument("name")
+    create.add_argument("paths", nargs="+", metavar="PATH")
+    create.add_argument("--kind", required=True, choices=("satisfaction", "coco", "slu"))
+    create.add_argument("--overlap", type=int, default=3, help="annotators per item (k)")
+    create.add_argument("--condition", help="system name (satisfaction) or CoCo variant name (coco)")
+    create.add_argument("--guideline", type=Path, help="guideline text shown to annotators on demand")
+    create.add_argument("--sample", type=int, help="draw N units at random")
+    create.add_argument("--seed", type=int, default=0, help="seed for --sample and the annotators' item orders")
+    create.add_argument("--gold", type=Path, help="attention checks: CSV with item, question, value")
+    create.add_argument("--timeout", type=int, default=30, help="minutes before an abandoned item is reclaimed")
+    study.add_parser("list")
+    items = study.add_parser("items")
+    items.add_argument("name")
+    items.add_argument("--json", action="store_true")
+
+    status = commands.add_parser("status", help="progress of a study")
+    status.add_argument("name")
+    status.add_argument("--json", action="store_true")
+
+    votes = commands.add_parser("votes").add_subparsers(dest="action", required=True)
+    vimport = votes.add_parser("import", help="import tidy CSV votes (item, annotator, question, value[, comment])")
+    vimport.add_argument("name")
+    vimport.add_argument("file", type=Path)
+    vexport = votes.add_parser("export")
+    vexport.add_argument("name")
+    vexport.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    vexport.add_argument("--history", action="store_true", help="every event, not only current votes")
+    vexport.add_argument("--out", type=Path)
+    return parser
+
+
+def _study(session, name: str):
+    from annotate.models import Study
+    from annotate.studies import StudyError
+
+    study = session.scalar(select(Study).where(Study.name == name))
+    if study is None:
+        raise StudyError(f"no study named {name!r}")
+    return study
+
+
+def _password() -> str:
+    password = os.environ.get("DST_JUDGE_PASSWORD")
+    if password:
+        return password
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise ValueError("set DST_JUDGE_PASSWORD or run in a terminal to be asked for the password")
+    first = getpass.getpass("password: ")
+    if first != getpass.getpass("again: "):
+        raise ValueError("the passwords differ")
+    return first
+
+
+def _write(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def run(args) -> int:
+    from annotate.assignment import progress
+    from annotate.auth import add_annotator
+    from annotate.db import get_engine, read_session, write_session
+    from annotate.models import Annotator, Item, Study
+    from annotate.readers.errors import read_text
+    from annotate.studies import create_study
+    from annotate.votes import import_votes, rows_to_csv, vote_rows
+
+    engine = get_engine(args.db)
+    if args.command == "init":
+        print(f"database ready: {engine.url.render_as_string(hide_password=True)}")
+    elif args.command == "annotator" and args.action == "add":
+        password = _password()
+        with write_session(engine) as session:
+            annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
+        print(f"added {annotator.role} {annotator.name}")
+    elif args.command == "annotator":
+        with read_session(engine) as session:
+            for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
+                print(f"{annotator.name}\t{annotator.role}\t{'login' if annotator.password_hash else 'no login'}")
+    elif args.command == "study" and args.action == "create":
+        guideline = read_text(args.guideline) if args.guideline else ""
+        with write_session(engine) as session:
+            study = create_study(
+                session,
+                args.name,
+                args.kind,
+                args.paths,
+                overlap=args.overlap,
+                condition=args.condition,
+                guideline=guideline,
+                sample=args.sample,
+                seed=args.seed,
+                gold_path=args.gold,
+                timeout_minutes=args.timeout,
+            )
+            n_items = len(study.items)
+        print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
+    elif args.command == "study" and args.action == "list":
+        with read_session(engine) as session:
+            for study in session.scalars(select(Study).order_by(Study.id)):
+                print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
+    elif args.command == "study" and args.action == "items":
+        with read_session(engine) as session:
+            study = _study(session, args.name)
+            items = session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position))
+            listing = [{"key": i.key, "condition": i.condition, "questions": list(i.questions)} for i in items]
+        print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
+    elif args.command == "status":
+        with read_session(engine) as session:
+            report = progress(session, _study(session, args.name).id)
+        if args.json:
+            print(json.dumps(report, indent=1))
+        else:
+            print(
+                f"{report['study']} ({report['kind']}, overlap {report['overlap']}): {report['items']} items, "
+                f"{report['judgements_done']}/{report['judgements_needed']} judgements ({100 * report['fraction_done']:.1f}%)"
+            )
+            for name, counts in report["annotators"].items():
+                print(f"  {name}: {counts['done']} done, {counts['active']} in progress")
+    elif args.command == "votes" and args.action == "import":
+        text = read_text(args.file)
+        with write_session(engine) as session:
+            count = import_votes(session, _study(session, args.name), str(args.file), text)
+        print(f"imported {count} votes into {args.name!r}")
+    elif args.command == "votes" and args.action == "export":
+        with read_session(engine) as session:
+            rows = vote_rows(session, _study(session, args.name).id, history=args.history)
+        if args.format == "csv":
+            _write(rows_to_csv(rows), args.out)
+        else:
+            _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except ValueError as err:  # ReaderError, StudyError, AuthError: one clear line
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # database errors: one line, not a traceback
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if isinstance(err, SQLAlchemyError):
+            print(f"error: database: {err.__class__.__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
