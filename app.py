@@ -1,11 +1,30 @@
-"""DST Judge: the Streamlit entry point.  Routes only; pages live in annotate/pages."""
+"""DST Judge: the Streamlit entry point.  Routes by role; pages live in annotate/pages."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from annotate.pages import home
+from annotate.pages import admin, annotate_page, login
+from annotate.pages.context import app_engine, current_user, logout, sync_cookie
 
 st.set_page_config(page_title="DST Judge", layout="wide")
-navigation = st.navigation([st.Page(home.render, title="Home", url_path="home", default=True)])
+app_engine()
+user = current_user()
+if user is None:
+    pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]
+else:
+    pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=True)]}
+    if user.role == "admin":
+        pages["Admin"] = [
+            st.Page(admin.studies_page, title="Studies", url_path="studies"),
+            st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
+            st.Page(admin.progress_page, title="Progress", url_path="progress"),
+        ]
+    with st.sidebar:
+        st.text(f"Logged in as {user.name} ({user.role})")
+        if st.button("Log out", key="logout"):
+            logout()
+            st.rerun()
+navigation = st.navigation(pages)
+sync_cookie()
 navigation.run()

@@ -1,11 +1,29 @@
-"""Where the demo data lives (the shared fixtures), and what the home page shows of it."""
+"""First run: demo studies of all three kinds from the shared fixtures, and demo accounts.
+
+``ensure_demo`` runs when the app starts.  On an empty database (no annotators, no
+studies) and unless ``DST_JUDGE_DEMO=0``, it creates an admin and three annotators and
+one study per kind, in one transaction, and prints the accounts.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from sqlalchemy import Engine, func, select
+
 REPO = Path(__file__).resolve().parent.parent
+DEMO_ACCOUNTS = (("admin", "demo-admin-pw", "admin"), ("ann1", "demo-ann1-pw", "annotator"),
+                 ("ann2", "demo-ann2-pw", "annotator"), ("ann3", "demo-ann3-pw", "annotator"))  # fmt: skip
+COCO_GUIDELINE = (
+    "Judge each user turn on its own. Human-like: fluent and consistent with the dialogue so far. "
+    "Correct: it expresses exactly the turn-level belief state shown, nothing more, nothing less."
+)
+SLU_GUIDELINE = (
+    "Mark each recognised dialog act correct only if it captures the complete meaning of what the user said "
+    "(DSTC handbook, Appendix E). Fix the transcription if it is wrong."
+)
+DEMO_STUDIES = ("Demo: dialogue satisfaction", "Demo: CoCo turns", "Demo: DSTC2 SLU labels")
 
 
 def fixtures_dir() -> Path:
@@ -21,3 +39,45 @@ def demo_scores() -> dict | None:
     if not folder.is_dir():
         return None
     return score_dialogues(load_dialogues([folder]), ScoreSettings())
+
+
+def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
+    """Create the demo on an empty database; True if it was created now."""
+    from annotate.auth import add_annotator
+    from annotate.db import write_session
+    from annotate.models import Annotator, Study
+    from annotate.studies import create_study
+
+    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+        return False
+    fixtures = fixtures_dir()
+    with write_session(engine) as session:
+        if session.scalar(select(func.count()).select_from(Annotator)) or session.scalar(select(func.count()).select_from(Study)):
+            return False
+        if not fixtures.is_dir():
+            print(f"DST Judge: no demo data at {fixtures} (set DST_JUDGE_FIXTURES); starting empty", flush=True)
+            return False
+        for name, password, role in DEMO_ACCOUNTS:
+            add_annotator(session, name, password, role)
+        guideline_path = fixtures / "dst_evaluation_guideline.txt"
+        guideline = guideline_path.read_text(encoding="utf-8") if guideline_path.is_file() else ""
+        create_study(
+            session, DEMO_STUDIES[0], "satisfaction", [fixtures / "fga_human_eval"], condition="som-dst", guideline=guideline
+        )
+        create_study(session, DEMO_STUDIES[1], "coco", [fixtures / "coco"], condition="coco", guideline=COCO_GUIDELINE)
+        create_study(session, DEMO_STUDIES[2], "slu", [fixtures / "dstc2"], guideline=SLU_GUIDELINE)
+    if announce:
+        print("DST Judge demo created. Accounts (name / password / role):", flush=True)
+        for name, password, role in DEMO_ACCOUNTS:
+            print(f"  {name} / {password} / {role}", flush=True)
+    return True
+
+
+def demo_accounts_active(engine: Engine) -> bool:
+    """Whether the demo admin still has the demo password (so the login page may show it)."""
+    from annotate.auth import find_annotator, password_matches
+    from annotate.db import read_session
+
+    with read_session(engine) as session:
+        admin = find_annotator(session, DEMO_ACCOUNTS[0][0])
+        return admin is not None and password_matches(DEMO_ACCOUNTS[0][1], admin.password_hash)

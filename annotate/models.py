@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 KINDS = ("satisfaction", "coco", "slu")
@@ -105,3 +105,26 @@ class VoteEvent(Base):
     seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     source: Mapped[str] = mapped_column(String(20), default="human")  # human | import
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LoginFailure(Base):
+    """A failed login, for rate limiting across app servers."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (Index("ix_login_failures_name_at", "name", "at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LoginSession(Base):
+    """A browser login.  Only the SHA-256 of the cookie's random token is stored."""
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)

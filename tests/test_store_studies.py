@@ -113,3 +113,14 @@ def test_duplicate_study_name(engine, fixtures):
         create_study(session, "sat", "satisfaction", [fixtures / "fga_human_eval"])
     with pytest.raises(StudyError, match="exists already"), write_session(engine) as session:
         create_study(session, "sat", "satisfaction", [fixtures / "fga_human_eval"])
+
+
+def test_migrations_match_the_models(engine):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from annotate.models import Base
+
+    with engine.connect() as connection:
+        diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
+    assert diff == []

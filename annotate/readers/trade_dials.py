@@ -96,8 +96,6 @@ def attach_utterances(dialogues: list[Dialogue], source: list[Dialogue]) -> list
                 f"dialogue {dialogue.id!r}",
                 f"has {len(other.turns)} turns but {dialogue.source} has {len(dialogue.turns)}: turns do not line up",
             )
-        turns = [
-            Turn(t.index, o.system, o.user, t.gold, t.pred) for t, o in zip(dialogue.turns, other.turns)
-        ]
+        turns = [Turn(t.index, o.system, o.user, t.gold, t.pred) for t, o in zip(dialogue.turns, other.turns)]
         merged.append(Dialogue(dialogue.id, turns, dialogue.source, dialogue.system_name))
     return merged

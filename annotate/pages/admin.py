@@ -1,0 +1,119 @@
+"""Admin pages: studies, annotators, progress and downloads.  Each starts with a server-side
+admin check; every action goes through annotate.service, which checks again."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotate import service
+from annotate.pages.context import app_engine, guard, require_admin_page
+
+
+def _study_picker(label: str = "Study", key: str = "admin-study"):
+    studies = service.list_studies(app_engine())
+    if not studies:
+        st.info("No study yet: create one on the Studies page.")
+        return None
+    return st.selectbox(label, studies, format_func=lambda s: f"{s.name} ({s.kind}, {s.items} items)", key=key)
+
+
+def studies_page() -> None:
+    user = require_admin_page()
+    engine = app_engine()
+    st.title("Studies")
+    summaries = service.list_studies(engine)
+    if summaries:
+        st.dataframe(
+            [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap} for s in summaries], hide_index=True
+        )
+    st.subheader("Create a study")
+    st.caption(
+        "Satisfaction: FGA text files, FGA result JSON or TRADE predictions (+ a TRADE dialogue file for utterances). "
+        "CoCo: the run_eval.py JSON + its TRADE dialogue file. SLU: DSTC call folders as a .zip. "
+        "An import is all or nothing."
+    )
+    with st.form("create-study", clear_on_submit=False):
+        name = st.text_input("Name")
+        kind = st.selectbox("Kind", ("satisfaction", "coco", "slu"))
+        files = st.file_uploader("Data files (.json, .txt, or .zip of folders)", accept_multiple_files=True)
+        left, middle, right = st.columns(3)
+        overlap = left.number_input("Annotators per item (k)", min_value=1, max_value=50, value=3)
+        condition = middle.text_input("System or CoCo variant name (optional)")
+        timeout = right.number_input("Reclaim abandoned items after (minutes)", min_value=1, value=30)
+        sample = left.number_input("Sample N units (0 = all)", min_value=0, value=0)
+        seed = middle.number_input("Seed", min_value=0, value=0)
+        guideline_file = right.file_uploader("Guideline (.txt, optional)", type=["txt", "md"])
+        submitted = st.form_submit_button("Create study", type="primary")
+    if submitted:
+        guideline = guideline_file.getvalue().decode("utf-8", errors="replace") if guideline_file else ""
+        uploads = [(f.name, f.getvalue()) for f in files or []]
+        created = guard(
+            lambda: service.create_study_from_uploads(
+                engine, user, name, kind, uploads, overlap=int(overlap), condition=condition or None, guideline=guideline,
+                sample=int(sample) or None, seed=int(seed), timeout_minutes=int(timeout),
+            )
+        )  # fmt: skip
+        if created:
+            st.success(f"Created the study with {created.items} items.")
+    st.subheader("Change a study")
+    study = _study_picker(key="change-study")
+    if study is not None:
+        left, right = st.columns(2)
+        with left.form("overlap"):
+            new_overlap = st.number_input("Annotators per item (k)", min_value=1, max_value=50, value=study.overlap)
+            if st.form_submit_button("Set overlap"):
+                guard(lambda: service.set_overlap(engine, user, study.id, int(new_overlap)), "Overlap changed.")
+        with right.form("reopen"):
+            key = st.text_input("Item key to re-open for one more judgement")
+            condition_value = st.text_input("Its condition (empty if none)")
+            if st.form_submit_button("Re-open item"):
+                guard(lambda: service.reopen(engine, user, study.id, key, condition_value), "Item re-opened.")
+
+
+def annotators_page() -> None:
+    user = require_admin_page()
+    engine = app_engine()
+    st.title("Annotators")
+    st.dataframe(service.list_annotators(engine, user), hide_index=True)
+    left, right = st.columns(2)
+    with left.form("add-annotator", clear_on_submit=True):
+        st.subheader("Add")
+        name = st.text_input("Name")
+        password = st.text_input("Password (8+ characters)", type="password")
+        admin = st.checkbox("Admin")
+        if st.form_submit_button("Add annotator"):
+            guard(lambda: service.add_person(engine, user, name, password, "admin" if admin else "annotator"), "Added.")
+    with right.form("reset-password", clear_on_submit=True):
+        st.subheader("Reset a password")
+        name = st.text_input("Name", key="reset-name")
+        password = st.text_input("New password", type="password", key="reset-password")
+        if st.form_submit_button("Reset password"):
+            guard(lambda: service.reset_password(engine, user, name, password), "Password reset; their sessions ended.")
+
+
+def progress_page() -> None:
+    user = require_admin_page()
+    engine = app_engine()
+    st.title("Progress")
+    study = _study_picker()
+    if study is None:
+        return
+    report = service.study_progress(engine, user, study.id)
+    left, middle, right = st.columns(3)
+    left.metric("Judgements", f"{report['judgements_done']} / {report['judgements_needed']}")
+    middle.metric("Items complete", f"{report['items_complete']} / {report['items']}")
+    right.metric("Vote events", report["vote_events"])
+    st.progress(report["fraction_done"])
+    st.subheader("Per annotator")
+    st.dataframe([{"annotator": n, **c} for n, c in report["annotators"].items()], hide_index=True)
+    st.subheader("Per item")
+    st.dataframe(report["per_item"], hide_index=True)
+    st.subheader("Download the votes")
+    left, right = st.columns(2)
+    left.download_button(
+        "Current votes (CSV)", service.votes_csv(engine, user, study.id), file_name=f"votes-{study.id}.csv", mime="text/csv"
+    )
+    right.download_button(
+        "Every vote event (CSV)", service.votes_csv(engine, user, study.id, history=True),
+        file_name=f"vote-events-{study.id}.csv", mime="text/csv",
+    )  # fmt: skip

@@ -1,0 +1,110 @@
+"""Page plumbing: the engine, who is logged in, and showing untrusted text safely.
+
+Login state lives in the database (annotate.sessions); the browser keeps only a random
+token in a cookie, set and deleted through extra-streamlit-components' CookieManager and
+read server-side from ``st.context.cookies`` when a page is reloaded.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import streamlit as st
+
+from annotate.db import get_engine
+from annotate.demo import ensure_demo
+from annotate.models import Annotator
+from annotate.service import PermissionDenied
+from annotate.sessions import COOKIE_NAME, SESSION_HOURS, log_out, session_user
+
+
+@st.cache_resource(show_spinner=False)
+def app_engine():
+    """One engine per server process; the demo is made on an empty database."""
+    engine = get_engine()
+    ensure_demo(engine)
+    return engine
+
+
+def current_user() -> Annotator | None:
+    """The logged-in annotator, checked against the database on every run."""
+    engine = app_engine()
+    token = st.session_state.get("token")
+    if token is None and not st.session_state.get("logged_out"):
+        token = st.context.cookies.get(COOKIE_NAME)
+    user = session_user(engine, token)
+    if user is None:
+        st.session_state.pop("token", None)
+        return None
+    st.session_state["token"] = token
+    return user
+
+
+def require_user() -> Annotator:
+    user = current_user()
+    if user is None:
+        st.error("Please log in.")
+        st.stop()
+    return user
+
+
+def require_admin_page() -> Annotator:
+    """Every admin page starts with this: the check is on the server, not in the menu."""
+    user = require_user()
+    if user.role != "admin":
+        st.error("This page needs an admin login.")
+        st.stop()
+    return user
+
+
+def remember_login(token: str) -> None:
+    st.session_state["token"] = token
+    st.session_state.pop("logged_out", None)
+    st.session_state["cookie_action"] = "set"
+
+
+def logout() -> None:
+    log_out(app_engine(), st.session_state.get("token"))
+    for key in list(st.session_state.keys()):
+        del st.session_state[key]
+    st.session_state["logged_out"] = True
+    st.session_state["cookie_action"] = "delete"
+
+
+def sync_cookie() -> None:
+    """Carry out a pending cookie change in the browser (needs a rendered component)."""
+    action = st.session_state.pop("cookie_action", None)
+    if action is None:
+        return
+    import extra_streamlit_components as stx
+
+    cookies = stx.CookieManager(key="cookie-manager")
+    if action == "set" and st.session_state.get("token"):
+        cookies.set(COOKIE_NAME, st.session_state["token"], key="cookie-set",
+                    expires_at=datetime.now() + timedelta(hours=SESSION_HOURS))  # fmt: skip
+    elif action == "delete":
+        try:
+            cookies.delete(COOKIE_NAME, key="cookie-delete")
+        except KeyError:  # the browser had no cookie
+            pass
+
+
+def show_refusal(headline: str, detail: str) -> None:
+    """A fixed headline, and the (untrusted) detail as plain text."""
+    st.error(headline)
+    st.text(detail)
+
+
+def guard(action, success: str | None = None):
+    """Run an action; show a refusal (ValueError / PermissionDenied) as text instead of a traceback."""
+    try:
+        result = action()
+    except PermissionDenied as err:
+        show_refusal("Not allowed.", str(err))
+        return None
+    except ValueError as err:
+        show_refusal("Refused; nothing was changed.", str(err))
+        return None
+    if success:
+        st.success(success)
+    return result if result is not None else True

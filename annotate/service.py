@@ -1,0 +1,263 @@
+"""What the pages may do, with the permission check on the server side of every action.
+
+Pages call only these functions.  Each takes the acting annotator (``user``) as the
+login established it; admin actions refuse non-admins, and an annotator can only see
+items they were given and only read or change their own votes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from sqlalchemy import Engine, func, select
+
+from annotate import assignment, votes
+from annotate.auth import add_annotator, set_password
+from annotate.db import read_session, write_session
+from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
+from annotate.readers.errors import ReaderError
+from annotate.studies import StudyError, create_study, question_spec
+
+MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
+
+
+class PermissionDenied(PermissionError):
+    """The acting user may not do this."""
+
+
+def require_admin(user: Annotator | None) -> Annotator:
+    if user is None or user.role != "admin":
+        raise PermissionDenied("this needs an admin login")
+    return user
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    id: int
+    name: str
+    kind: str
+    overlap: int
+    items: int
+    guideline: str
+
+
+def list_studies(engine: Engine) -> list[StudySummary]:
+    with read_session(engine) as session:
+        counts = dict(session.execute(select(Item.study_id, func.count()).group_by(Item.study_id)).all())
+        return [
+            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline)
+            for s in session.scalars(select(Study).order_by(Study.id))
+        ]
+
+
+def study_questions(engine: Engine, study_id: int) -> list[dict]:
+    with read_session(engine) as session:
+        return list(session.get(Study, study_id).questions)
+
+
+# --- annotators ---------------------------------------------------------------------------
+
+
+def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
+    with write_session(engine) as session:
+        return assignment.next_item(session, study_id, user)
+
+
+def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
+    """An item the user holds or held; anything else is refused."""
+    with read_session(engine) as session:
+        mine = session.scalar(select(Assignment.id).where(Assignment.item_id == item_id, Assignment.annotator_id == user.id))
+        if mine is None and user.role != "admin":
+            raise PermissionDenied("this item is not assigned to you")
+        item = session.get(Item, item_id)
+        if item is None:
+            raise PermissionDenied("no such item")
+        return item
+
+
+def submit(
+    engine: Engine, user: Annotator, item_id: int, answers: dict[str, str], *, comment: str = "", seconds: float | None = None
+) -> None:
+    """One judgement: the answers to an item's questions, in one transaction."""
+    if not answers:
+        raise StudyError("nothing to save")
+    item_for(engine, user, item_id)
+    with write_session(engine) as session:
+        votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds)
+
+
+def skip(engine: Engine, user: Annotator, item_id: int) -> None:
+    with write_session(engine) as session:
+        assignment.skip_item(session, user, item_id)
+
+
+def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
+    with read_session(engine) as session:
+        return {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
+
+
+def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
+    with read_session(engine) as session:
+        events = votes.current_answers(session, user, item_id)
+        latest = max(events.values(), key=lambda e: e.id, default=None)
+        return latest.comment if latest else ""
+
+
+def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int, str]]:
+    """(item id, a label without the condition) of items this user judged, newest first."""
+    with read_session(engine) as session:
+        return [(item.id, item.key) for item in votes.judged_items(session, study_id, user)]
+
+
+def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
+    with read_session(engine) as session:
+        study = session.get(Study, study_id)
+        done = session.scalar(
+            select(func.count())
+            .select_from(Assignment)
+            .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == "done")
+        )
+        total = session.scalar(select(func.count()).select_from(Item).where(Item.study_id == study_id))
+        judged = session.scalar(
+            select(func.count()).select_from(Assignment).where(Assignment.study_id == study_id, Assignment.status == "done")
+        )
+        needed = total * study.overlap + (
+            session.scalar(select(func.sum(Item.extra_capacity)).where(Item.study_id == study_id)) or 0
+        )
+    return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
+
+
+# --- admins -------------------------------------------------------------------------------
+
+
+def _safe_name(name: str) -> str:
+    base = PurePosixPath(name.replace("\\", "/")).name
+    if not base or base in (".", "..") or base.startswith("."):
+        raise ReaderError(name, "", "not an acceptable file name")
+    return base
+
+
+def _unpack(files: list[tuple[str, bytes]], folder: Path) -> list[Path]:
+    """Write uploads into ``folder``; a .zip is unpacked (no absolute paths, no '..')."""
+    paths = []
+    total = sum(len(data) for _, data in files)
+    if total > MAX_UPLOAD_MB * 1e6:
+        raise ReaderError("upload", "", f"{total / 1e6:.1f} MB uploaded, over the {MAX_UPLOAD_MB:.0f} MB limit")
+    for name, data in files:
+        safe = _safe_name(name)
+        if safe.endswith(".zip"):
+            target = folder / safe[:-4]
+            try:
+                with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                    size = sum(info.file_size for info in archive.infolist())
+                    if size > MAX_UPLOAD_MB * 1e6:
+                        raise ReaderError(name, "", f"unpacks to {size / 1e6:.0f} MB, over the {MAX_UPLOAD_MB:.0f} MB limit")
+                    for info in archive.infolist():
+                        inner = PurePosixPath(info.filename)
+                        if info.is_dir() or inner.name.startswith("."):
+                            continue
+                        if inner.is_absolute() or ".." in inner.parts:
+                            raise ReaderError(name, info.filename, "a path that leaves the archive")
+                        destination = target.joinpath(*inner.parts)
+                        destination.parent.mkdir(parents=True, exist_ok=True)
+                        destination.write_bytes(archive.read(info))
+            except zipfile.BadZipFile:
+                raise ReaderError(name, "", "not a readable zip archive") from None
+            paths.append(target)
+        else:
+            (folder / safe).write_bytes(data)
+            paths.append(folder / safe)
+    return paths
+
+
+def create_study_from_uploads(
+    engine: Engine, user: Annotator, name: str, kind: str, files: list[tuple[str, bytes]], **options
+) -> StudySummary:
+    """The CLI's study creation, from uploaded files (.zip for folders); all or nothing.
+
+    Error messages name the uploaded file, not the temporary folder it was unpacked to.
+    """
+    require_admin(user)
+    if not files:
+        raise StudyError("upload at least one file")
+    folder = Path(tempfile.mkdtemp(prefix="dst-judge-upload-"))
+    try:
+        paths = _unpack(files, folder)
+        with write_session(engine) as session:
+            study = create_study(session, name, kind, paths, **options)
+            return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+    except ReaderError as err:
+        raise ReaderError(str(err.path).replace(str(folder) + os.sep, ""), err.place, err.message) from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def list_annotators(engine: Engine, user: Annotator) -> list[dict]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return [
+            {"name": a.name, "role": a.role, "login": a.password_hash is not None}
+            for a in session.scalars(select(Annotator).order_by(Annotator.name))
+        ]
+
+
+def add_person(engine: Engine, user: Annotator, name: str, password: str, role: str = "annotator") -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        add_annotator(session, name, password, role)
+
+
+def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        set_password(session, name, password)
+    from annotate.sessions import revoke_all
+
+    revoke_all(engine, name)
+
+
+def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) -> None:
+    require_admin(user)
+    if overlap < 1:
+        raise StudyError("overlap must be at least 1")
+    with write_session(engine) as session:
+        assignment.lock_study(session, study_id).overlap = overlap
+
+
+def reopen(engine: Engine, user: Annotator, study_id: int, key: str, condition: str = "") -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        item_id = session.scalar(select(Item.id).where(Item.study_id == study_id, Item.key == key, Item.condition == condition))
+        if item_id is None:
+            raise StudyError(f"no item {key!r}")
+        assignment.reopen_item(session, item_id)
+
+
+def study_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
+    require_admin(user)
+    with read_session(engine) as session:
+        return assignment.progress(session, study_id)
+
+
+def vote_table(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> list[dict]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return votes.vote_rows(session, study_id, history=history)
+
+
+def votes_csv(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> str:
+    return votes.rows_to_csv(vote_table(engine, user, study_id, history=history))
+
+
+def count_events(engine: Engine) -> int:
+    with read_session(engine) as session:
+        return int(session.scalar(select(func.count()).select_from(VoteEvent)) or 0)
+
+
+__all__ = ["PermissionDenied", "question_spec", "require_admin"]

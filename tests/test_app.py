@@ -1,0 +1,216 @@
+"""Streamlit AppTest: every page and role, on a fresh demo database per test."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+import streamlit as st
+from sqlalchemy import func, select
+from streamlit.testing.v1 import AppTest
+
+from annotate import service
+from annotate.db import get_engine, read_session
+from annotate.models import Study, VoteEvent
+from annotate.sessions import MAX_FAILURES, log_in
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def app_db(tmp_path, monkeypatch, fixtures):
+    url = f"sqlite:///{tmp_path / 'app.sqlite'}"
+    monkeypatch.setenv("DST_JUDGE_DB", url)
+    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield url
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def start() -> AppTest:
+    app = AppTest.from_file(str(REPO / "app.py"), default_timeout=60).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def login(name: str, password: str) -> AppTest:
+    app = start()
+    app.text_input[0].input(name)
+    app.text_input[1].input(password)
+    app.button[0].click().run()
+    assert not app.exception, app.exception
+    return app
+
+
+def choose_study(app: AppTest, kind_label: str) -> AppTest:
+    box = app.selectbox(key="study-choice")
+    box.select_index(next(i for i, label in enumerate(box.options) if kind_label in label)).run()
+    assert not app.exception, app.exception
+    return app
+
+
+def page_as(page_name: str, token: str) -> AppTest:
+    """Run one admin page function alone, with the given login token."""
+    probe = AppTest.from_string(f"from annotate.pages import admin\nadmin.{page_name}()\n", default_timeout=60)
+    probe.session_state["token"] = token
+    return probe.run()
+
+
+def events(url: str) -> list[tuple]:
+    with read_session(get_engine(url)) as session:
+        return session.execute(select(VoteEvent.question, VoteEvent.value, VoteEvent.comment).order_by(VoteEvent.id)).all()
+
+
+def texts(app: AppTest) -> str:
+    return "\n".join(t.value for t in app.text)
+
+
+def test_login_page_and_demo_accounts(app_db):
+    app = start()
+    assert app.title[0].value == "DST Judge"
+    assert "admin" in app.dataframe[0].value["name"].tolist()  # demo accounts shown while they are unchanged
+    assert [b.label for b in app.button] == ["Log in"]
+
+
+def test_wrong_password_is_refused_then_rate_limited(app_db):
+    app = login("ann1", "not-the-password")
+    assert app.error[0].value == "Login refused." and "wrong name or password" in texts(app)
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(ValueError):
+            log_in(get_engine(app_db), "ann2", "wrong-password")
+    app = login("ann2", "demo-ann2-pw")  # the right password, but too many failures
+    assert "too many failed logins" in texts(app)
+
+
+def test_satisfaction_vote_is_stored_and_a_change_appends(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    assert app.title[0].value == "Annotate"
+    labels = [b.label for b in app.button]
+    assert "Satisfied (1)" in labels and "Studies" not in labels
+    app.text_input(key=next(k for k in (w.key for w in app.text_input) if k.startswith("comment-"))).input("looks fine")
+    app.button(key="sat-1").click().run()
+    assert events(app_db) == [("satisfied", "1", "looks fine")]
+    # Go back and change the vote: a new event, the old one kept.
+    app.button(key="open-1").click().run()
+    assert app.info[0].value.startswith("You are changing an earlier judgement")
+    app.button(key="sat-0").click().run()
+    assert [e[:2] for e in events(app_db)] == [("satisfied", "1"), ("satisfied", "0")]
+
+
+def test_satisfaction_page_shows_differences(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    shown = texts(app)
+    assert "missing:" in shown and "new this turn" in shown
+    assert any("turn-level match" in m.value for m in app.markdown)
+
+
+def test_skip_moves_on(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    before = texts(app)
+    app.button(key="skip").click().run()
+    assert texts(app) != before and events(app_db) == []
+
+
+def test_coco_page_hides_the_condition(app_db):
+    app = choose_study(login("ann2", "demo-ann2-pw"), "CoCo")
+    shown = texts(app) + "".join(c.value for c in app.caption)
+    assert "coco" not in shown.lower().replace("demo: coco turns", "") and "original" not in shown.lower()
+    app.button(key="coco-1").click().run()
+    assert events(app_db) == [("human_like", "1", "")]
+    first_item = texts(app)
+    app.button(key="coco-4").click().run()  # second question: the judgement is complete, next item
+    assert [e[:2] for e in events(app_db)] == [("human_like", "1"), ("correct", "0")]
+    assert texts(app) != first_item
+
+
+def test_slu_page_prefills_auto_labels_and_saves(app_db):
+    app = choose_study(login("ann3", "demo-ann3-pw"), "SLU")
+    radios = [r for r in app.radio if r.key.startswith("act-")]
+    for radio in radios:
+        if radio.value is None:
+            radio.set_value("0")
+    app.button(key="slu-save").click().run()
+    assert not app.exception
+    saved = dict((q, v) for q, v, _ in events(app_db))
+    assert saved["transcription_status"] == "transcribed" and "transcription" in saved
+    assert len(saved) == len(radios) + 2
+
+
+def test_annotator_cannot_reach_admin_pages(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    token = app.session_state["token"]
+    for page in ("studies_page", "annotators_page", "progress_page"):
+        probe = page_as(page, token)
+        assert probe.error[0].value == "This page needs an admin login."
+        assert not probe.dataframe and not probe.get("download_button")
+    user = service.require_admin  # and the service refuses on the server side too
+    from annotate.sessions import session_user
+
+    annotator = session_user(get_engine(app_db), token)
+    with pytest.raises(service.PermissionDenied):
+        service.votes_csv(get_engine(app_db), annotator, 1)
+    with pytest.raises(service.PermissionDenied):
+        user(annotator)
+
+
+def test_admin_pages_and_download(app_db):
+    app = login("admin", "demo-admin-pw")
+    nav = [b.label for b in app.button]
+    assert "Log out" in nav
+    token = app.session_state["token"]
+    probe = page_as("progress_page", token)
+    assert not probe.exception and probe.title[0].value == "Progress"
+    downloads = probe.get("download_button")
+    assert len(downloads) == 2
+    annotators = page_as("annotators_page", token)
+    assert set(annotators.dataframe[0].value["name"]) == {"admin", "ann1", "ann2", "ann3"}
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixtures):
+    engine = get_engine(app_db)
+    start()  # the demo database
+    with read_session(engine) as session:
+        from annotate.auth import find_annotator
+
+        admin_user = find_annotator(session, "admin")
+        before = session.scalar(select(func.count()).select_from(Study))
+    calls = {f"calls/{p.parent.name}/{p.name}": p.read_bytes() for p in (fixtures / "dstc2").rglob("*.json")}
+    created = service.create_study_from_uploads(engine, admin_user, "uploaded", "slu", [("calls.zip", _zip(calls))], overlap=2)
+    assert created.items == 36
+    bad = [("good.json", (fixtures / "fga_result_json" / "som-dst_result.sample.json").read_bytes()), ("bad.json", b'{"x": [')]
+    with pytest.raises(ValueError) as caught:
+        service.create_study_from_uploads(engine, admin_user, "broken", "satisfaction", bad)
+    assert str(caught.value).startswith("bad.json:line 1")  # named as uploaded, not by its temporary path
+    evil = [("evil.zip", _zip({"../../escape.json": b"{}"}))]
+    with pytest.raises(ValueError, match="leaves the archive"):
+        service.create_study_from_uploads(engine, admin_user, "evil", "slu", evil)
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Study)) == before + 1
+
+
+def test_bad_upload_message_in_the_page(app_db, fixtures):
+    app = login("admin", "demo-admin-pw")
+    probe = page_as("studies_page", app.session_state["token"])
+    probe.text_input[0].input("no files")
+    probe.button[0].click().run()  # the form's submit button, with nothing uploaded
+    assert probe.error[0].value == "Refused; nothing was changed." and "upload at least one file" in texts(probe)
+
+
+def test_logout(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    token = app.session_state["token"]
+    app.button(key="logout").click().run()
+    assert app.title[0].value == "DST Judge"
+    from annotate.sessions import session_user
+
+    assert session_user(get_engine(app_db), token) is None  # the session is over on the server
