@@ -4,8 +4,8 @@ A text cell starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return get
 leading apostrophe.  Numbers (ints, floats, and strings that are plain numbers such as
 ``-0.5``) stay numbers.
 
->>> neutralise("=HYPERLINK(\\"http://x\\")")
-"'=HYPERLINK(\\"http://x\\")"
+>>> neutralise("=HYPERLINK(1)")
+"'=HYPERLINK(1)"
 >>> neutralise("-0.5"), neutralise(-1), neutralise("@SUM(A1)")
 ('-0.5', -1, "'@SUM(A1)")
 >>> unneutralise(neutralise("+cmd"))
