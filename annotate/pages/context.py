@@ -1,13 +1,13 @@
 """Page plumbing: the engine, who is logged in, and showing untrusted text safely.
 
 Login state lives in the database (annotate.sessions); the browser keeps only a random
-token in a cookie, set and deleted through extra-streamlit-components' CookieManager and
-read server-side from ``st.context.cookies`` when a page is reloaded.
+token in a cookie, written by a tiny same-origin component and read server-side from
+``st.context.cookies`` when a page is reloaded.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import json
 
 import streamlit as st
 
@@ -72,21 +72,23 @@ def logout() -> None:
 
 
 def sync_cookie() -> None:
-    """Carry out a pending cookie change in the browser (needs a rendered component)."""
-    action = st.session_state.pop("cookie_action", None)
-    if action is None:
-        return
-    import extra_streamlit_components as stx
+    """Carry out a pending cookie change in the browser.
 
-    cookies = stx.CookieManager(key="cookie-manager")
-    if action == "set" and st.session_state.get("token"):
-        cookies.set(COOKIE_NAME, st.session_state["token"], key="cookie-set",
-                    expires_at=datetime.now() + timedelta(hours=SESSION_HOURS))  # fmt: skip
+    A zero-height component iframe (same origin as the app) writes ``document.cookie``;
+    the token is a URL-safe random string, so it needs no escaping.  The cookie is
+    SameSite=Strict and expires with the server-side session.
+    """
+    action = st.session_state.pop("cookie_action", None)
+    token = st.session_state.get("token")
+    if action == "set" and token:
+        cookie = f"{COOKIE_NAME}={token}; path=/; max-age={int(SESSION_HOURS * 3600)}; samesite=strict"
     elif action == "delete":
-        try:
-            cookies.delete(COOKIE_NAME, key="cookie-delete")
-        except KeyError:  # the browser had no cookie
-            pass
+        cookie = f"{COOKIE_NAME}=; path=/; max-age=0; samesite=strict"
+    else:
+        return
+    import streamlit.components.v1 as components
+
+    components.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", height=0)
 
 
 def show_refusal(headline: str, detail: str) -> None:
