@@ -1,7 +1,7 @@
 """Page plumbing: the engine, who is logged in, and showing untrusted text safely.
 
 Login state lives in the database (annotate.sessions); the browser keeps only a random
-token in a cookie, written by a tiny same-origin component and read server-side from
+token in a cookie, written by a tiny script of ours and read server-side from
 ``st.context.cookies`` when a page is reloaded.
 """
 
@@ -74,8 +74,8 @@ def logout() -> None:
 def sync_cookie() -> None:
     """Carry out a pending cookie change in the browser.
 
-    A zero-height component iframe (same origin as the app) writes ``document.cookie``;
-    the token is a URL-safe random string, so it needs no escaping.  The cookie is
+    A script of ours writes ``document.cookie``; the token is a URL-safe random string,
+    so it needs no escaping.  The cookie is
     SameSite=Strict and expires with the server-side session.
     """
     action = st.session_state.pop("cookie_action", None)
@@ -86,9 +86,8 @@ def sync_cookie() -> None:
         cookie = f"{COOKIE_NAME}=; path=/; max-age=0; samesite=strict"
     else:
         return
-    import streamlit.components.v1 as components
-
-    components.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", height=0)
+    # Our own fixed script; nothing from users goes into it (the token is URL-safe random).
+    st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)
 
 
 def show_refusal(headline: str, detail: str) -> None:
