@@ -1,10 +1,17 @@
-"""``python -m metrics``: score DST predictions (more commands join as they land).
+"""``python -m metrics``: score DST predictions and analyse human judgements.
 
     python -m metrics score PATH... [--format F] [--lambdas 0.25,0.5,0.75,1 | START:STOP:NUM]
                                     [--slots N] [--rsa macro|macro-skip|micro] [--normalise]
                                     [--per-dialogue] [--by-domain] [--json]
+    python -m metrics agreement VOTES.csv [--question Q] [--level nominal|ordinal|interval|ratio]
+                                    [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
+    python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
+                                    [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+    python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
+                                    [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
-Imports stay lean (numpy and the readers only) so that a whole-process run is fast.
+The JSON contracts are in the README.  Imports stay lean (numpy and the readers only) for
+``score``, so that a whole-process run is fast; the analysis commands import scipy lazily.
 """
 
 from __future__ import annotations
@@ -25,6 +32,47 @@ def _add_score(subparsers) -> None:
     score.add_argument("--per-dialogue", action="store_true", help="also score each dialogue")
     score.add_argument("--by-domain", action="store_true", help="also score each domain")
     score.add_argument("--json", action="store_true", help="print the JSON contract instead of tables")
+
+
+def _add_prediction_options(parser, *, lambdas: bool) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PREDICTIONS", help="prediction files or folders")
+    parser.add_argument("--format", dest="fmt", help="input format (default: detected per file)")
+    if lambdas:
+        parser.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values: list or START:STOP:NUM")
+    parser.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30)")
+    parser.add_argument("--rsa", default="macro", choices=("macro", "macro-skip", "micro"))
+    parser.add_argument("--normalise", "--normalize", action="store_true")
+
+
+def _add_rating_options(parser) -> None:
+    parser.add_argument("--ratings", required=True, help="CSV with item (dialogue id), annotator, value")
+    parser.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
+    parser.add_argument("--condition", help="only votes of this condition (system)")
+    parser.add_argument("--rating", default="mean", choices=("mean", "majority", "pairs"), help="human rating per dialogue")
+    parser.add_argument("--tie", default="none", help="majority tie policy: none, random, fixed:<label>")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over dialogues (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+
+
+def _add_analysis(subparsers) -> None:
+    agreement = subparsers.add_parser("agreement", help="inter-annotator agreement of a tidy votes CSV")
+    agreement.add_argument("votes", metavar="VOTES.csv")
+    agreement.add_argument("--question", help="only this question (default: every question)")
+    agreement.add_argument("--level", default="nominal", choices=("nominal", "ordinal", "interval", "ratio"))
+    agreement.add_argument("--gold", help="gold answers CSV (item, question, value[, condition]) for attention checks")
+    agreement.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items (0: none)")
+    agreement.add_argument("--seed", type=int, default=0)
+    agreement.add_argument("--json", action="store_true")
+    correlate = subparsers.add_parser("correlate", help="correlation of every metric with human ratings per dialogue")
+    _add_rating_options(correlate)
+    _add_prediction_options(correlate, lambdas=True)
+    calibrate = subparsers.add_parser("calibrate", help="the λ that makes FGA agree most with human ratings")
+    _add_rating_options(calibrate)
+    _add_prediction_options(calibrate, lambdas=False)
+    calibrate.add_argument("--grid", default="0:10:1001", help="START:STOP:NUM like numpy.linspace (default 0:10:1001)")
+    calibrate.add_argument("--folds", type=int, default=5, help="k for k-fold cross-validation")
+    calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
 
 
 def _percent(value) -> str:
@@ -68,13 +116,127 @@ def run_score(args) -> int:
     return 0
 
 
-COMMANDS = {"score": run_score}
+def _number(value, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(pair) -> str:
+    return "-" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def _read_gold(path: str) -> dict:
+    """Gold answers in the study gold-file format: {((item, condition), question): value}."""
+    from annotate.studies import read_gold
+
+    return {((row["item"], row.get("condition", "") or ""), row["question"]): row["value"] for row in read_gold(path)}
+
+
+def run_agreement(args) -> int:
+    from metrics.analysis import agreement_all
+    from metrics.tidy import read_votes
+
+    table = read_votes(args.votes)
+    gold = _read_gold(args.gold) if args.gold else None
+    result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed, gold=gold)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    for question, report in result["questions"].items():
+        print(f"question {question}: {report['n_items']} items, {report['n_annotators']} annotators, "
+              f"{report['n_votes']} votes, level {report['level']}")  # fmt: skip
+        for key, label in (("percent_agreement", "percent agreement"), ("krippendorff_alpha", "Krippendorff's alpha"),
+                           ("fleiss_kappa", "Fleiss' kappa"), ("gwet_ac1", "Gwet's AC1")):  # fmt: skip
+            print(f"  {label:<22} {_number(report[key]):>7}  95% CI {_interval(report['ci'][key])}")
+        for pair in report["cohen_kappa_pairwise"]:
+            print(f"  Cohen's kappa {pair['a']} vs {pair['b']}: {_number(pair['kappa'])} (n={pair['n']})")
+        for row in report["annotators"]:
+            gold_text = f", gold accuracy {_number(row['gold_accuracy'])} (n={row['n_gold']})" if row["n_gold"] else ""
+            print(f"  {row['annotator']}: agrees with the others' majority {_number(row['agree_with_others'])} "
+                  f"(n={row['n_compared']}){gold_text}")  # fmt: skip
+        for note in report["notes"]:
+            print(f"  note: {note}")
+    for note in result["notes"]:
+        print(f"note: {note}")
+    print(f"signature: {result['signature']}")
+    return 0
+
+
+def _load_for_rating(args):
+    from annotate.readers import load_dialogues
+    from metrics.analysis import select_votes
+    from metrics.tidy import read_votes
+
+    votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question, args.condition)
+    return load_dialogues(args.paths, args.fmt), votes
+
+
+def run_correlate(args) -> int:
+    from metrics.analysis import correlate_study
+    from metrics.corpus import ScoreSettings, parse_lambdas
+
+    lambdas, labels = parse_lambdas(args.lambdas)
+    settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
+    dialogues, votes = _load_for_rating(args)
+    result = correlate_study(
+        dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed
+    )
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{result['n_dialogues']} dialogues, {result['n_ratings']} ratings ({result['rating']})")
+    print(f"{'metric':<10} {'pearson':>8} {'95% CI (Fisher z)':>18} {'p':>8} {'bootstrap CI':>18} {'spearman':>8} {'kendall':>8}")
+    for row in result["metrics"]:
+        p_value = "-" if row["p_value"] is None else f"{row['p_value']:.2g}"
+        print(f"{row['metric']:<10} {_number(row['pearson']):>8} {_interval(row['pearson_ci']):>18} {p_value:>8} "
+              f"{_interval(row['bootstrap_ci']):>18} {_number(row['spearman']):>8} {_number(row['kendall']):>8}")  # fmt: skip
+    ceiling = result["human_ceiling"]
+    print(f"human ceiling (each annotator vs the others' mean): {_number(ceiling['mean_pearson'])}")
+    for note in result["notes"]:
+        print(f"note: {note}")
+    print(f"signature: {result['signature']}")
+    return 0
+
+
+def run_calibrate(args) -> int:
+    from metrics.analysis import calibrate_study
+    from metrics.calibrate import parse_grid
+    from metrics.corpus import ScoreSettings
+
+    grid = parse_grid(args.grid)
+    settings = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid), args.slots, args.rsa, args.normalise)
+    dialogues, votes = _load_for_rating(args)
+    result = calibrate_study(
+        dialogues, votes, settings, grid, rating=args.rating, tie=args.tie,
+        resamples=args.bootstrap, folds=args.folds, seed=args.seed,
+    )  # fmt: skip
+    if args.plot:
+        from exports.charts import r_lambda_chart, save_chart
+
+        save_chart(r_lambda_chart(result), args.plot)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"{result['n_dialogues']} dialogues, {result['n_ratings']} ratings ({result['rating']})")
+    print(f"best λ      {result['best_lambda']:.4f}   95% CI {_interval(result['ci_lambda'])}")
+    print(f"r at best λ {result['r_best']:.4f}   95% CI {_interval(result['ci_r'])}")
+    print(f"r at λ=0 (JGA) {_number(result['r_jga'], 4)}   r at λ=∞ (turn match) {_number(result['r_turn'], 4)}")
+    print(f"cross-validated r ({len(result['cv_folds'])} folds) {_number(result['cv_r'], 4)}")
+    if result["at_bound"] is not None:
+        print(f"bootstrap refits with λ* at a grid bound: {100 * result['at_bound']:.1f}%")
+    for note in result["notes"]:
+        print(f"note: {note}")
+    print(f"signature: {result['signature']}")
+    return 0
+
+
+COMMANDS = {"score": run_score, "agreement": run_agreement, "correlate": run_correlate, "calibrate": run_calibrate}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m metrics", description="DST metrics and human-judgement analysis")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_score(subparsers)
+    _add_analysis(subparsers)
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
