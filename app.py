@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate.pages import admin, annotate_page, login
+from annotate.pages import admin, analysis, annotate_page, login
 from annotate.pages.context import app_engine, current_user, logout, sync_cookie
 
 st.set_page_config(page_title="DST Judge", layout="wide")
@@ -19,6 +19,7 @@ else:
             st.Page(admin.studies_page, title="Studies", url_path="studies"),
             st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
             st.Page(admin.progress_page, title="Progress", url_path="progress"),
+            st.Page(analysis.render, title="Analysis", url_path="analysis"),
         ]
     with st.sidebar:
         st.text(f"Logged in as {user.name} ({user.role})")

@@ -255,6 +255,27 @@ def votes_csv(engine: Engine, user: Annotator, study_id: int, *, history: bool =
     return votes.rows_to_csv(vote_table(engine, user, study_id, history=history))
 
 
+def export(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    fmt: str,
+    settings=None,
+    *,
+    history: bool = False,
+    condition: str | None = None,
+) -> tuple[bytes, str]:
+    """One export format of a study as a download: (bytes, file name); several files come zipped."""
+    require_admin(user)
+    from exports.formats import as_download, write
+    from exports.study_data import load_study
+
+    with read_session(engine) as session:
+        name = session.get(Study, study_id).name
+    data = load_study(engine, name, history=history)
+    return as_download(write(data, fmt, settings, history=history, condition=condition))
+
+
 def count_events(engine: Engine) -> int:
     with read_session(engine) as session:
         return int(session.scalar(select(func.count()).select_from(VoteEvent)) or 0)

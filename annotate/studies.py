@@ -7,7 +7,8 @@
   item for the original user turn (condition ``original``) and one for the counterfactual
   (condition = the variant name, default ``coco``).  The condition is kept out of the
   payload, so pages cannot show it.
-- slu: DSTC call folders.  One item per user turn with SLU hypotheses; the two turns
+- slu: DSTC call folders.  One item per user turn (every turn, so that a labels export lines up
+  with the log; a turn without SLU hypotheses asks only for the transcription); the two turns
   before and after as context.  An act that exactly matches the label file's gold
   semantics is pre-labelled correct with source ``auto`` (the unambiguous case of the
   handbook's App. E); everything else is left to people.
@@ -226,9 +227,7 @@ def slu_items(paths: list) -> list[ItemDraft]:
             raise ReaderError(folder, "session-id", f"{session.session_id} already read from {seen[session.session_id]}")
         seen[session.session_id] = str(folder)
         for turn in session.turns:
-            recognised = turn.recognised_acts()
-            if not recognised:
-                continue
+            recognised = turn.recognised_acts()  # may be empty: the turn is still transcribed
             gold = set(turn.semantics) if turn.semantics is not None else None
             acts = [
                 {
@@ -244,6 +243,7 @@ def slu_items(paths: list) -> list[ItemDraft]:
             payload = {
                 "session_id": session.session_id,
                 "turn_index": turn.index,
+                "n_turns": len(session.turns),
                 "system": turn.system,
                 "system_acts": [a.name for a in turn.system_acts],
                 "asr": [list(h) for h in turn.asr_hyps[:5]],

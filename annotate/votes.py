@@ -150,14 +150,10 @@ def judged_items(session: Session, study_id: int, annotator: Annotator) -> list[
 
 
 def rows_to_csv(rows: Iterable[dict], columns=EXPORT_COLUMNS) -> str:
-    from exports.safety import neutralise_row
+    """Vote rows as spreadsheet-safe CSV (the exports package's writer)."""
+    from exports.tables import csv_bytes
 
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(neutralise_row(row))
-    return buffer.getvalue()
+    return csv_bytes(rows, columns).decode()
 
 
 def import_votes(session: Session, study: Study, path, text: str) -> int:

@@ -20,3 +20,15 @@ def fixtures() -> Path:
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
 
 from tests.databases import db_url, engine  # noqa: E402,F401  (fixtures for every test module)
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """AppTest swaps sys.modules['__main__'] for its temporary script and leaves it there; a later
+    multiprocessing 'spawn' child would then try to run that deleted file and die on start."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None:
+        sys.modules["__main__"] = main

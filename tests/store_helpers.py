@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 from annotate.auth import add_annotator
 from annotate.db import write_session
 from annotate.studies import create_study
@@ -13,3 +16,12 @@ def make_study(engine, fixtures, *, kind="satisfaction", overlap=3, annotators=5
         study = create_study(session, name, kind, paths, overlap=overlap, timeout_minutes=timeout, seed=seed)
         people = [add_annotator(session, f"{name}-a{i}") for i in range(annotators)]
     return study, people
+
+
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    """A zip archive in memory, as an upload would carry it."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()

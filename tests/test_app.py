@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 import pytest
 import streamlit as st
 from sqlalchemy import func, select
@@ -15,6 +12,7 @@ from annotate.db import get_engine, read_session
 from annotate.models import Study, VoteEvent
 from annotate.sessions import MAX_FAILURES, log_in
 from tests.conftest import REPO
+from tests.store_helpers import zip_bytes
 
 
 @pytest.fixture
@@ -164,16 +162,19 @@ def test_admin_pages_and_download(app_db):
     assert not probe.exception and probe.title[0].value == "Progress"
     downloads = probe.get("download_button")
     assert len(downloads) == 2
+    # the export section: every format of the study's kind, built on request (fga-text comes zipped)
+    box = probe.selectbox(key="export-format")
+    names = [option.split(" — ")[0] for option in box.options]
+    assert "fga-text" in names and "dstc-labels" not in names  # the first demo study is a satisfaction study
+    box.select_index(names.index("fga-text")).run()
+    probe.button(key="export-prepare").click().run()
+    assert not probe.exception, probe.exception
+    ready = probe.session_state["export-ready"]
+    assert ready[1] == "fga-text" and ready[3] == "export.zip" and ready[2][:2] == b"PK"
+    assert len(probe.get("download_button")) == 3
     annotators = page_as("annotators_page", token)
     assert set(annotators.dataframe[0].value["name"]) == {"admin", "ann1", "ann2", "ann3"}
 
-
-def _zip(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return buffer.getvalue()
 
 
 def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixtures):
@@ -185,13 +186,13 @@ def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixture
         admin_user = find_annotator(session, "admin")
         before = session.scalar(select(func.count()).select_from(Study))
     calls = {f"calls/{p.parent.name}/{p.name}": p.read_bytes() for p in (fixtures / "dstc2").rglob("*.json")}
-    created = service.create_study_from_uploads(engine, admin_user, "uploaded", "slu", [("calls.zip", _zip(calls))], overlap=2)
+    created = service.create_study_from_uploads(engine, admin_user, "uploaded", "slu", [("calls.zip", zip_bytes(calls))], overlap=2)
     assert created.items == 36
     bad = [("good.json", (fixtures / "fga_result_json" / "som-dst_result.sample.json").read_bytes()), ("bad.json", b'{"x": [')]
     with pytest.raises(ValueError) as caught:
         service.create_study_from_uploads(engine, admin_user, "broken", "satisfaction", bad)
     assert str(caught.value).startswith("bad.json:line 1")  # named as uploaded, not by its temporary path
-    evil = [("evil.zip", _zip({"../../escape.json": b"{}"}))]
+    evil = [("evil.zip", zip_bytes({"../../escape.json": b"{}"}))]
     with pytest.raises(ValueError, match="leaves the archive"):
         service.create_study_from_uploads(engine, admin_user, "evil", "slu", evil)
     with read_session(engine) as session:
@@ -214,3 +215,67 @@ def test_logout(app_db):
     from annotate.sessions import session_user
 
     assert session_user(get_engine(app_db), token) is None  # the session is over on the server
+
+
+def _vote_everything(engine, kind: str, answer) -> int:
+    """Each demo annotator judges every item of the demo study of ``kind`` through the service."""
+    from annotate.sessions import log_in as open_session
+
+    study = next(s for s in service.list_studies(engine) if s.kind == kind)
+    cast = 0
+    for n in (1, 2, 3):
+        user, _ = open_session(engine, f"ann{n}", f"demo-ann{n}-pw")
+        while (item := service.next_item(engine, user, study.id)) is not None:
+            service.submit(engine, user, item.id, answer(n, item))
+            cast += 1
+    return cast
+
+
+def analysis_as(token: str) -> AppTest:
+    probe = AppTest.from_string("from annotate.pages import analysis\nanalysis.render()\n", default_timeout=120)
+    probe.session_state["token"] = token
+    return probe.run()
+
+
+def test_analysis_page_for_satisfaction_and_coco(app_db):
+    engine = get_engine(app_db)
+    start()  # the demo database; the admin logs in without opening the Annotate page (which would hold an item)
+    _, token = log_in(engine, "admin", "demo-admin-pw")
+    # Annotators 1 and 2 follow the length of the dialogue id; 3 always says 1.
+    satisfied = _vote_everything(
+        engine, "satisfaction", lambda n, item: {"satisfied": "1" if n == 3 or len(item.key) % 2 else "0"}
+    )
+    assert satisfied == 30
+    probe = analysis_as(token)
+    assert not probe.exception, probe.exception
+    assert probe.title[0].value == "Analysis"
+    agreement = probe.dataframe[0].value
+    assert agreement["question"].tolist() == ["satisfied"] and agreement["items"].tolist() == [10]
+    shown = texts(probe)
+    assert "Human ceiling" in shown and "signature: metrics:" in shown
+    correlation = next(d.value for d in probe.dataframe if "Pearson r" in d.value.columns)
+    assert correlation["metric"].tolist()[:3] == ["jga", "m2", "fga_0.25"]
+    assert any(m.label == "best λ" for m in probe.metric)
+    assert len(probe.get("vega_lite_chart")) == 2  # metric-vs-rating and r(λ)
+    # coco: the Table 3 layout, per condition
+    _vote_everything(
+        engine, "coco", lambda n, item: {"human_like": "1", "correct": "1" if item.condition == "original" or n > 1 else "0"}
+    )
+    probe.selectbox(key="analysis-study").select_index(
+        next(i for i, s in enumerate(probe.selectbox(key="analysis-study").options) if "coco" in s)
+    ).run()
+    assert not probe.exception, probe.exception
+    coco = next(d.value for d in probe.dataframe if "human-like %" in d.value.columns)
+    assert set(coco["condition"]) == {"original", "coco"}
+    assert coco.set_index("condition").loc["original", "correct %"] == "100.0"
+
+
+def test_annotator_cannot_reach_analysis(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    probe = analysis_as(app.session_state["token"])
+    assert probe.error[0].value == "This page needs an admin login." and not probe.dataframe
+    from annotate.analysis import study_votes
+    from annotate.sessions import session_user
+
+    with pytest.raises(service.PermissionDenied):
+        study_votes(get_engine(app_db), session_user(get_engine(app_db), app.session_state["token"]), 1)

@@ -117,3 +117,24 @@ def progress_page() -> None:
         "Every vote event (CSV)", service.votes_csv(engine, user, study.id, history=True),
         file_name=f"vote-events-{study.id}.csv", mime="text/csv",
     )  # fmt: skip
+    export_section(study, user)
+
+
+def export_section(study, user) -> None:
+    """Any export format (the same writers as ``python -m exports``), built when asked for."""
+    from exports.formats import FORMATS
+
+    st.subheader("Export")
+    formats = [f for f in FORMATS.values() if study.kind in f.kinds]
+    left, middle = st.columns([2, 1])
+    chosen = left.selectbox("Format", formats, format_func=lambda f: f"{f.name} — {f.description}", key="export-format")
+    history = middle.checkbox("Every vote event", key="export-history", disabled=not chosen.name.startswith("votes-"))
+    if st.button("Prepare the export", key="export-prepare"):
+        with st.spinner("Writing the export"):
+            prepared = guard(lambda: service.export(app_engine(), user, study.id, chosen.name, history=history))
+        if prepared:
+            st.session_state["export-ready"] = (study.id, chosen.name, *prepared)
+    ready = st.session_state.get("export-ready")
+    if ready and ready[0] == study.id and ready[1] == chosen.name:
+        _, name, content, file_name = ready
+        st.download_button(f"Download {file_name}", content, file_name=f"{study.id}-{file_name}", key="export-download")

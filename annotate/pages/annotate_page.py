@@ -219,7 +219,8 @@ def slu_item(study: StudySummary, item, answers: dict[str, str]) -> None:
             st.warning(f"Mark every act correct or incorrect first ({len(missing)} left).")
         else:
             answers_now = {**choices, "transcription": st.session_state[transcription_key], "transcription_status": status}
-            changed = {q: v for q, v in answers_now.items() if answers.get(q) != v}  # unchanged answers add no event
+            # A change adds events only for what changed; a first judgement stores everything.
+            changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
             if changed:
                 _vote(study, item, changed, done=True)
             else:
