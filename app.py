@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate.pages import admin, analysis, annotate_page, login
-from annotate.pages.context import app_engine, current_user, logout, sync_cookie
+from annotate.pages.context import app_engine, current_user, logout, sync_cookie, warn_if_shared_sqlite
 
 st.set_page_config(page_title="DST Judge", layout="wide")
 app_engine()
+warn_if_shared_sqlite()
 user = current_user()
 if user is None:
     pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]

@@ -2,9 +2,13 @@
 # The whole test suite on a fresh machine: installs what it needs, then runs pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null 2>&1; then
-  # Debian's Chromium for the browser tests (Playwright cannot download its own here).
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+missing=()
+# Debian's Chromium for the browser tests (Playwright cannot download its own here);
+# nginx for the two-server scale-out test.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt
 python3 -m ruff check .

@@ -31,6 +31,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for_health(url: str, what: str, process: subprocess.Popen | None = None, timeout: float = 60) -> None:
+    """Poll ``/_stcore/health`` until it answers 200 (directly or through a proxy)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{what} did not become healthy")
+
+
 class StreamlitServer:
     def __init__(self, env: dict[str, str], port: int | None = None):
         self.port = port or free_port()
@@ -46,17 +61,7 @@ class StreamlitServer:
         self.wait_healthy()
 
     def wait_healthy(self, timeout: float = 60) -> None:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {self.process.returncode}; see {self.log}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"streamlit did not become healthy on port {self.port}")
+        wait_for_health(self.url, f"streamlit on port {self.port} (log: {self.log})", self.process, timeout)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -279,3 +279,21 @@ def test_annotator_cannot_reach_analysis(app_db):
 
     with pytest.raises(service.PermissionDenied):
         study_votes(get_engine(app_db), session_user(get_engine(app_db), app.session_state["token"]), 1)
+
+
+def test_warns_when_several_servers_share_the_sqlite_file(app_db):
+    import subprocess
+    import sys
+
+    from annotate import servers
+
+    app = start()
+    assert not app.warning  # one server process: no warning
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        servers.register(app_db, pid=other.pid)  # as a second `streamlit run` on the same file would
+        app = start()
+        assert "SQLite" in app.warning[0].value and "2 server processes" in app.warning[0].value
+    finally:
+        other.kill()
+        other.wait()

@@ -210,3 +210,16 @@ def test_login_survives_a_reload(page, server):
     wait_idle(page)
     page.get_by_role("heading", name="Annotate").wait_for()
     assert page.get_by_text("Logged in as ann2").count() == 1
+
+
+def test_annotator_cannot_open_admin_pages_by_url(page, server):
+    log_in(page, "ann3", "demo-ann3-pw")
+    nav = page.get_by_test_id("stSidebarNav").inner_text() if page.get_by_test_id("stSidebarNav").count() else ""
+    assert "Studies" not in nav and "Analysis" not in nav
+    for path in ("studies", "annotators", "progress", "analysis"):
+        page.goto(f"{server.url}/{path}")
+        wait_idle(page)
+        body = page.get_by_test_id("stMain").inner_text()
+        assert "Create a study" not in body and "Current votes (CSV)" not in body and "Krippendorff" not in body, path
+        assert page.get_by_role("heading", name="Annotate").count() == 1 or "Page not found" in body, path
+    screenshot(page, "08-annotator-admin-url-refused")

@@ -8,22 +8,44 @@ token in a cookie, written by a tiny script of ours and read server-side from
 from __future__ import annotations
 
 import json
+import os
 
 import streamlit as st
 
-from annotate.db import get_engine
+from annotate import servers
+from annotate.db import database_url, get_engine
 from annotate.demo import ensure_demo
 from annotate.models import Annotator
 from annotate.service import PermissionDenied
 from annotate.sessions import COOKIE_NAME, SESSION_HOURS, log_out, session_user
 
 
+def configured_url() -> str:
+    """The database URL: DST_JUDGE_DB from the environment, else from Streamlit secrets
+    (``.streamlit/secrets.toml``, never committed), else the embedded SQLite file."""
+    url = os.environ.get("DST_JUDGE_DB")
+    if not url:
+        try:
+            url = st.secrets.get("DST_JUDGE_DB")
+        except Exception:  # no secrets file: that is the normal case
+            url = None
+    return database_url(url)
+
+
 @st.cache_resource(show_spinner=False)
 def app_engine():
     """One engine per server process; the demo is made on an empty database."""
-    engine = get_engine()
+    url = configured_url()
+    engine = get_engine(url)
+    servers.register(url)  # SQLite only: lets every page see how many servers share the file
     ensure_demo(engine)
     return engine
+
+
+def warn_if_shared_sqlite() -> None:
+    warning = servers.sqlite_warning(configured_url())
+    if warning:
+        st.warning(warning)
 
 
 def current_user() -> Annotator | None:
