@@ -104,6 +104,7 @@ def correlate_study(
     position = {d: i for i, d in enumerate(ids)}
     rows = np.array([position[d] for d in ratings.dialogue_ids])
     report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed)
+    n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
     return {
         "signature": analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed, ci="fisher95+percentile95"),
         "n_dialogues": ratings.n_dialogues,
@@ -115,7 +116,7 @@ def correlate_study(
         "per_dialogue": [
             {
                 "id": d,
-                "rating": float(ratings.value[ratings.dialogue == i].mean()) if (ratings.dialogue == i).any() else None,
+                "rating": None if n[i] == 0 else float(sy[i] / n[i]),
                 **{k: (None if not np.isfinite(v[rows][i]) else float(v[rows][i])) for k, v in values.items()},
             }
             for i, d in enumerate(ratings.dialogue_ids)

@@ -47,6 +47,15 @@ def _settings_form() -> AnalysisSettings:
                             grid=(0.0, float(grid_stop), int(grid_num)))  # fmt: skip
 
 
+@st.cache_data(show_spinner=False, max_entries=32)
+def _cached_analysis(study_id: int, settings: AnalysisSettings, condition, vote_events: int, _user, _bar) -> dict:
+    """Recomputed only when the votes (their event count), the settings or the system change:
+    widgets on this page re-run the script, and a 1,000-item study takes seconds to analyse.
+    The admin check ran before (require_admin_page) and runs again inside on every miss."""
+    return analyse(app_engine(), _user, study_id, settings, condition=condition,
+                   progress=lambda fraction, text: _bar.progress(fraction, text=text))  # fmt: skip
+
+
 def render() -> None:
     user = require_admin_page()
     engine = app_engine()
@@ -67,8 +76,7 @@ def render() -> None:
         systems = list(guard(lambda: study_dialogues(engine, user, study.id)))
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
     bar = st.progress(0.0, text="analysing")
-    result = guard(lambda: analyse(engine, user, study.id, settings, condition=condition,
-                                   progress=lambda f, text: bar.progress(f, text=text)))  # fmt: skip
+    result = guard(lambda: _cached_analysis(study.id, settings, condition, progress_report["vote_events"], user, bar))
     bar.empty()
     if not result.get("n_votes"):
         st.info("No votes yet.")
