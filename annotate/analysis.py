@@ -96,6 +96,11 @@ def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", re
     return rows
 
 
+def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
+    """Attention-check answers of items (``key``, ``condition``, ``gold``): {((key, condition), question): value}."""
+    return {((i.key, i.condition or ""), q): v for i in items if i.gold for q, v in i.gold.items()}
+
+
 def analyse(
     engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None, progress=None
 ) -> dict:
@@ -103,20 +108,23 @@ def analyse(
     kind = study_kind(engine, user, study_id)
     votes = study_votes(engine, user, study_id)
     dialogues = study_dialogues(engine, user, study_id) if kind == "satisfaction" else {}
-    return compute(kind, votes, dialogues, settings, condition=condition, progress=progress)
+    with read_session(engine) as session:
+        gold = gold_answers(session.scalars(select(Item).where(Item.study_id == study_id)))
+    return compute(kind, votes, dialogues, settings, condition=condition, progress=progress, gold=gold)
 
 
 def compute(
     kind: str, votes: VoteTable, dialogues: dict[str, list[Dialogue]], settings: AnalysisSettings, *,
-    condition: str | None = None, progress=None,
+    condition: str | None = None, progress=None, gold: dict | None = None,
 ) -> dict:  # fmt: skip
-    """The analysis of a study's votes (and, for satisfaction studies, its dialogues); no database."""
+    """The analysis of a study's votes (and, for satisfaction studies, its dialogues); no database.
+    ``gold`` (see :func:`gold_answers`) adds each annotator's accuracy on attention-check items."""
     report = (lambda fraction, text: None) if progress is None else progress
     result: dict = {"kind": kind, "n_votes": len(votes.votes), "questions": votes.questions}
     if not votes.votes:
         return result
     report(0.1, "agreement")
-    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed)
+    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold)
     result["majority"] = {
         q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q != "transcription"
     }

@@ -19,8 +19,6 @@ its conditions — or an SLU turn), as both papers' studies did.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import random
 from dataclasses import dataclass, field
@@ -31,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from annotate.models import KINDS, Item, Study
 from annotate.readers import ReaderError, coco_eval, detect_format, dstc, expand_paths, read_file, trade_dials
-from annotate.readers.errors import read_text
+from annotate.readers.errors import csv_rows, read_text
 from metrics.dialogue import Dialogue
 
 BINARY = ("1", "0")
@@ -285,9 +283,9 @@ def sample_units(drafts: list[ItemDraft], sample: int | None, seed: int) -> list
 def read_gold(path: str | os.PathLike, text: str | None = None) -> list[dict]:
     """Attention-check answers: CSV with item, question, value (and optional condition)."""
     text = read_text(path) if text is None else text
-    rows = list(csv.DictReader(io.StringIO(text)))
-    if not rows or not {"item", "question", "value"} <= set(rows[0]):
-        raise ReaderError(path, "line 1", "a gold file needs the columns item, question, value")
+    rows = [row for _, row in csv_rows(path, text, {"item", "question", "value"}, "a gold file has item, question, value")]
+    if not rows:
+        raise ReaderError(path, "line 2", "no gold answers in the file")
     return rows
 
 

@@ -6,8 +6,6 @@ refuses a vote that would give an item more than k holders (see assignment).
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -17,7 +15,7 @@ from sqlalchemy.orm import Session
 from annotate.assignment import ACTIVE, DONE, claim, cutoff, holders, lock_item
 from annotate.auth import find_annotator
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
-from annotate.readers.errors import ReaderError
+from annotate.readers.errors import ReaderError, csv_rows
 from annotate.studies import StudyError, check_value, required_questions
 
 EXPORT_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
@@ -164,16 +162,13 @@ def import_votes(session: Session, study: Study, path, text: str) -> int:
     """
     from exports.safety import unneutralise
 
-    reader = csv.DictReader(io.StringIO(text))
-    columns = set(reader.fieldnames or [])
-    if not {"item", "annotator", "question", "value"} <= columns:
-        raise ReaderError(path, "line 1", "a votes file needs the columns item, annotator, question, value")
+    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
     items: dict[str, list[Item]] = {}
     for item in session.scalars(select(Item).where(Item.study_id == study.id)):
         items.setdefault(item.key, []).append(item)
     annotators: dict[str, Annotator] = {}
     count = 0
-    for line, row in enumerate(reader, start=2):
+    for line, row in rows:
         key = unneutralise(row["item"] or "")
         matches = items.get(key, [])
         condition = unneutralise(row.get("condition") or "")

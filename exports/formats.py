@@ -10,7 +10,7 @@ import io
 import zipfile
 from dataclasses import dataclass
 
-from annotate.analysis import AnalysisSettings, compute, dialogues_from_items
+from annotate.analysis import AnalysisSettings, compute, dialogues_from_items, gold_answers
 from exports import dstc_labels, fga_text, report, tables
 from exports.study_data import StudyData
 
@@ -46,7 +46,7 @@ def _analysis(data: StudyData, settings: AnalysisSettings, condition: str | None
     dialogues = dialogues_from_items(data.items) if data.kind == "satisfaction" else {}
     if condition is not None and data.kind == "satisfaction" and condition not in dialogues:
         raise ValueError(f"study {data.name!r} has no condition {condition!r} (conditions: {', '.join(dialogues)})")
-    return compute(data.kind, data.vote_table(), dialogues, settings, condition=condition)
+    return compute(data.kind, data.vote_table(), dialogues, settings, condition=condition, gold=gold_answers(data.items))
 
 
 def _safe_folder(name: str) -> str:

@@ -17,13 +17,11 @@ as is.  Two choices, written down:
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from annotate.readers.errors import ReaderError, read_text
+from annotate.readers.errors import ReaderError, csv_rows, read_text
 
 
 def _unneutralise(value: str) -> str:
@@ -76,16 +74,9 @@ def read_votes(path: str | os.PathLike, *, default_question: str | None = None) 
     Raises :class:`ReaderError` naming the file and line for a missing column or empty cell.
     """
     text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text))
-    columns = set(reader.fieldnames or [])
     needed = {"item", "annotator", "value"} | (set() if default_question else {"question"})
-    if not needed <= columns:
-        missing = ", ".join(sorted(needed - columns))
-        raise ReaderError(path, "line 1", f"missing column(s) {missing}; a votes table has item, annotator, question, value")
     rows = []
-    for line, row in enumerate(reader, start=2):
-        if None in row:
-            raise ReaderError(path, f"line {line}", "more cells than columns")
+    for line, row in csv_rows(path, text, needed, "a votes table has item, annotator, question, value"):
         cells = {}
         for name in ("item", "annotator", "question", "value", "condition"):
             raw = row.get(name)

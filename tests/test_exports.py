@@ -59,7 +59,7 @@ def store(tmp_path_factory, request):
             exact = sum(t["gold"] == t["pred"] for t in item.payload["turns"]) / len(item.payload["turns"])
             for k, person in enumerate(people):
                 value = "1" if exact + 0.15 * k > 0.5 else "0"
-                comment = {0: "=HYPERLINK(\"http://x\")", 1: "+cmd", 2: "\tTab"}.get(position % 5, "fine")
+                comment = {0: '=HYPERLINK("http://x")', 1: "+cmd", 2: "\tTab"}.get(position % 5, "fine")
                 cast_votes(session, person, item.id, {"satisfied": value}, comment=comment if k == 0 else "", seconds=3.5)
         for position, item in enumerate(items["coco"]):
             for k, person in enumerate(people[:2]):
@@ -104,7 +104,9 @@ def check_golden(name: str, content: bytes) -> None:
     path = GOLDEN / name
     text = content.decode()
     if name.endswith(".jsonl"):
-        text = "".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "created_at"}) + "\n" for line in text.splitlines())
+        text = "".join(
+            json.dumps({k: v for k, v in json.loads(line).items() if k != "created_at"}) + "\n" for line in text.splitlines()
+        )
     if name.endswith(".md"):
         text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,…", text)
     if os.environ.get("DST_JUDGE_UPDATE_GOLDEN") == "1" or not path.exists():
@@ -141,7 +143,7 @@ GOLDEN_CASES = [
 @pytest.mark.parametrize("study, fmt, golden", GOLDEN_CASES)
 def test_golden_files(store, study, fmt, golden):
     engine, _ = store
-    (name, content), = write(load_study(engine, study), fmt, SETTINGS)
+    ((name, content),) = write(load_study(engine, study), fmt, SETTINGS)
     assert name == FORMATS[fmt].file_name
     check_golden(golden, content)
 
@@ -161,10 +163,10 @@ def test_every_format_is_written_for_its_kinds(store, tmp_path):
 
 def test_csv_cells_are_neutralised_and_numbers_stay_numbers(store):
     engine, _ = store
-    (_, content), = write(load_study(engine, "sat"), "votes-csv", SETTINGS)
+    ((_, content),) = write(load_study(engine, "sat"), "votes-csv", SETTINGS)
     rows = list(csv.DictReader(io.StringIO(content.decode())))
     comments = {row["comment"] for row in rows}
-    assert "'=HYPERLINK(\"http://x\")" in comments and "'+cmd" in comments and "'\tTab" in comments
+    assert '\'=HYPERLINK("http://x")' in comments and "'+cmd" in comments and "'\tTab" in comments
     assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for row in rows for cell in row.values() if cell)
     assert {row["annotator"] for row in rows} == {"ann1", "ann2", "'@evil"}
     assert {row["seconds"] for row in rows} == {"3.5"}
@@ -192,13 +194,13 @@ def test_parquet_holds_the_same_votes(store):
 
     engine, _ = store
     data = load_study(engine, "sat")
-    (_, parquet), = write(data, "votes-parquet", SETTINGS)
+    ((_, parquet),) = write(data, "votes-parquet", SETTINGS)
     table = pq.read_table(io.BytesIO(parquet)).to_pylist()
     assert len(table) == len(data.votes) == 30
     assert [(r["item"], r["annotator"], r["value"], r["seconds"]) for r in table] == [
         (v["item"], v["annotator"], v["value"], v["seconds"]) for v in data.votes
     ]
-    assert table[0]["comment"] == "=HYPERLINK(\"http://x\")"  # Parquet is not a spreadsheet: kept as written
+    assert table[0]["comment"] == '=HYPERLINK("http://x")'  # Parquet is not a spreadsheet: kept as written
 
 
 # --- round trips on the shared files --------------------------------------------------------
@@ -324,7 +326,9 @@ def test_cli_errors_write_nothing(store, tmp_path):
     db = str(engine.url)
     out = tmp_path / "labels"
     result = run("sat", "--format", "dstc-labels", "--out", str(out), db=db)
-    assert result.returncode == 2 and result.stderr.strip() == "error: dstc-labels is for slu studies; 'sat' is a satisfaction study"
+    assert (
+        result.returncode == 2 and result.stderr.strip() == "error: dstc-labels is for slu studies; 'sat' is a satisfaction study"
+    )
     assert not out.exists()
     result = run("nope", "--format", "votes-csv", db=db)
     assert result.returncode == 2 and "no study named 'nope'" in result.stderr and "Traceback" not in result.stderr
@@ -345,7 +349,7 @@ def test_html_report_in_chromium(store, tmp_path):
         create_study(session, HOSTILE, "satisfaction", [fixtures / "fga_human_eval"], overlap=1)
     data = load_study(engine, "sat")
     data.name = HOSTILE  # the report of a study whose name is hostile, with sat's votes
-    (_, content), = write(data, "report-html", SETTINGS)
+    ((_, content),) = write(data, "report-html", SETTINGS)
     report = tmp_path / "report.html"
     report.write_bytes(content)
     assert b"<script" not in content and HOSTILE.encode() not in content
@@ -365,3 +369,46 @@ def test_html_report_in_chromium(store, tmp_path):
         page.screenshot(path=str(SCREENSHOTS / "report-html.png"), full_page=True)
         browser.close()
     assert dialogs == []  # nothing in the report ran
+
+
+def test_gold_items_give_each_annotator_an_accuracy(store, tmp_path):
+    """Attention checks: a study built with a gold file reports each annotator's accuracy on those items."""
+    from annotate.analysis import analyse
+    from annotate.sessions import log_in
+
+    engine, fixtures = store
+    gold = tmp_path / "gold.csv"
+    gold.write_text("item,question,value\nPMUL4648.json,satisfied,0\nMUL0144.json,satisfied,1\n")
+    with write_session(engine) as session:
+        study = create_study(session, "with-gold", "satisfaction", [fixtures / "fga_human_eval"], overlap=2,
+                             gold_path=gold)  # fmt: skip
+        study_id = study.id
+        admin = add_annotator(session, "gold-admin", "gold-admin-password", role="admin")
+        people = [add_annotator(session, f"gold-{n}") for n in ("right", "wrong")]
+        items = {i.key: i.id for i in session.scalars(select(Item).where(Item.study_id == study_id))}
+        for person, answers in zip(
+            people, ({"PMUL4648.json": "0", "MUL0144.json": "1"}, {"PMUL4648.json": "1", "MUL0144.json": "1"})
+        ):
+            for key, value in answers.items():
+                cast_votes(session, person, items[key], {"satisfied": value})
+    admin_user, _ = log_in(engine, "gold-admin", "gold-admin-password")
+    report = analyse(engine, admin_user, study_id, SETTINGS)["agreement"]["questions"]["satisfied"]
+    accuracy = {row["annotator"]: (row["gold_accuracy"], row["n_gold"]) for row in report["annotators"]}
+    assert accuracy == {"gold-right": (1.0, 2), "gold-wrong": (0.5, 2)}
+    ((_, content),) = write(load_study(engine, "with-gold"), "agreement-csv", SETTINGS)
+    assert content.startswith(b"question,n_items")
+    assert admin is not None
+
+
+def test_a_carriage_return_in_a_cell_survives_the_round_trip(tmp_path):
+    """A comment that starts with CR is neutralised, quoted (CRLF rows) and read back as written."""
+    from exports.tables import votes_csv
+
+    rows = [{"item": "d1", "condition": "", "annotator": "a", "question": "satisfied", "value": "1", "comment": "\r=cmd\nnext"},
+            {"item": "d2", "condition": "", "annotator": "a", "question": "satisfied", "value": "0", "comment": ""}]  # fmt: skip
+    table = read_votes_from_bytes(votes_csv(rows), tmp_path)
+    assert [(v.item, v.value) for v in table.votes] == [("d1", "1"), ("d2", "0")]
+    from annotate.readers.errors import csv_rows
+
+    (_, first), _ = list(csv_rows("votes.csv", votes_csv(rows).decode(), {"comment"}, ""))
+    assert first["comment"] == "'\r=cmd\nnext"

@@ -257,3 +257,17 @@ def test_random_vote_files_import_nothing(store, tmp_path, data):
         read_votes(path)
     except ValueError as refused:
         assert str(path) in str(refused)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=200) | st.text(max_size=200).map(lambda t: ("item,question,value\n" + t).encode()))
+def test_random_gold_files_are_refused_cleanly(store, tmp_path, data):
+    gold = tmp_path / "gold.csv"
+    gold.write_bytes(data)
+    before = snapshot(store)
+    try:
+        with write_session(store) as session:
+            create_study(session, f"gold-{next(NAMES)}", "satisfaction", [FIXTURES / "fga_human_eval"], gold_path=gold)
+    except ValueError as refused:
+        assert str(refused).strip() and str(gold) in str(refused)
+        assert snapshot(store) == before

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 # Files larger than this are refused before they are read (DST_JUDGE_MAX_FILE_MB overrides).
@@ -65,3 +68,24 @@ def parse_json(path: str | os.PathLike, text: str):
 def expect(condition: bool, path: str | os.PathLike, place: str, message: str) -> None:
     if not condition:
         raise ReaderError(path, place, message)
+
+
+def csv_rows(path: str | os.PathLike, text: str, required: set[str], what: str) -> Iterator[tuple[int, dict]]:
+    """``(line, row)`` for each data row of a CSV text, header checked first.
+
+    Quoted cells may hold line breaks (our exports quote a lone carriage return), so the text
+    is read with ``newline=""`` as the csv module asks; a malformed file becomes a ReaderError
+    naming the line instead of a csv.Error.
+    """
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        columns = set(reader.fieldnames or [])
+        if not required <= columns:
+            missing = ", ".join(sorted(required - columns))
+            raise ReaderError(path, "line 1", f"missing column(s) {missing}; {what}")
+        for row in reader:
+            if None in row:
+                raise ReaderError(path, f"line {reader.line_num}", "more cells than columns")
+            yield reader.line_num, row
+    except csv.Error as err:
+        raise ReaderError(path, f"line {reader.line_num}", f"broken CSV: {err}") from None
