@@ -138,13 +138,18 @@ def satisfaction_item(study: StudySummary, item, answers: dict[str, str]) -> Non
 # --- coco ---------------------------------------------------------------------------------
 
 
+def _context_turns(turns) -> None:
+    """Earlier or later turns as plain text: ``[index] Sys ...`` / ``[index] Usr ...``."""
+    for index, system, user_turn in turns:
+        st.text(f"[{index}] Sys  {system}\n[{index}] Usr  {user_turn}")
+
+
 def coco_item(study: StudySummary, item, answers: dict[str, str]) -> None:
     view = coco_view(item.payload)
     st.subheader("Dialogue so far")
     if not view["history"]:
         st.caption("(this is the first turn)")
-    for index, system, user_turn in view["history"]:
-        st.text(f"[{index}] Sys  {system}\n[{index}] Usr  {user_turn}")
+    _context_turns(view["history"])
     with st.container(border=True):
         st.caption("System")
         st.text(view["system"])
@@ -175,8 +180,7 @@ def coco_item(study: StudySummary, item, answers: dict[str, str]) -> None:
 def slu_item(study: StudySummary, item, answers: dict[str, str]) -> None:
     view = slu_view(item.payload)
     st.subheader("Context")
-    for index, system, user_turn in view["before"]:
-        st.text(f"[{index}] Sys  {system}\n[{index}] Usr  {user_turn}")
+    _context_turns(view["before"])
     with st.container(border=True):
         st.caption("System prompt of this turn")
         st.text(view["system"])
@@ -193,8 +197,7 @@ def slu_item(study: StudySummary, item, answers: dict[str, str]) -> None:
             index=TRANSCRIPTION_STATUSES.index(status_now),
             key=f"status-{item.id}",
         )
-    for index, system, user_turn in view["after"]:
-        st.text(f"[{index}] Sys  {system}\n[{index}] Usr  {user_turn}")
+    _context_turns(view["after"])
     st.subheader("Recognised acts: does each capture the complete meaning?")
     choices = {}
     for position, (name, score, auto) in enumerate(view["acts"]):
