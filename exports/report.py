@@ -41,7 +41,7 @@ def _ci(pair) -> str:
 
 def sections(data, analysis: dict, settings) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
     """(heading, table header, table rows, paragraphs) per section; plain strings, unescaped."""
-    progress = data.progress()
+    progress = data.progress_report
     out = []
     settings_rows = [
         ["study", data.name], ["kind", data.kind], ["overlap (k)", str(data.overlap)],

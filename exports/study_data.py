@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 
+from annotate.assignment import progress
 from annotate.db import read_session
-from annotate.models import Item, Study, VoteEvent
+from annotate.models import Item, Study
 from annotate.votes import vote_rows
 from metrics.tidy import VoteTable, votes_from_rows
 
@@ -36,24 +37,11 @@ class StudyData:
     items: list[ItemRecord]
     votes: list[dict]  # current votes as export rows (annotate.votes.vote_rows)
     history: list[dict] = field(default_factory=list)  # every event, when loaded with history=True
-    vote_events: int = 0
+    progress_report: dict = field(default_factory=dict)  # annotate.assignment.progress, read at load time
 
     def vote_table(self) -> VoteTable:
         rows = ((v["item"], v["annotator"], v["question"], v["value"], v["condition"] or "") for v in self.votes)
         return votes_from_rows(rows, f"study {self.name}")
-
-    def progress(self) -> dict:
-        """Judgements done / needed (one judgement = an annotator's votes on an item)."""
-        judged = {(v["item"], v["condition"] or "", v["annotator"]) for v in self.votes}
-        per_item: dict[tuple[str, str], int] = {}
-        for item, condition, _ in judged:
-            per_item[(item, condition)] = per_item.get((item, condition), 0) + 1
-        needed = sum(i.capacity for i in self.items)
-        complete = sum(1 for i in self.items if per_item.get((i.key, i.condition), 0) >= i.capacity)
-        done = sum(min(per_item.get((i.key, i.condition), 0), i.capacity) for i in self.items)
-        annotators = sorted({v["annotator"] for v in self.votes})
-        return {"items": len(self.items), "items_complete": complete, "judgements_done": done,
-                "judgements_needed": needed, "annotators": annotators, "vote_events": self.vote_events}  # fmt: skip
 
 
 def find_study(session, name: str) -> Study:
@@ -71,9 +59,6 @@ def load_study(engine: Engine, name: str, *, history: bool = False) -> StudyData
             ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, study.overlap + i.extra_capacity)
             for i in session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id))
         ]
-        events = session.scalar(
-            select(func.count()).select_from(VoteEvent).join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study.id)
-        )
         return StudyData(
             name=study.name,
             kind=study.kind,
@@ -83,5 +68,5 @@ def load_study(engine: Engine, name: str, *, history: bool = False) -> StudyData
             items=items,
             votes=vote_rows(session, study.id),
             history=vote_rows(session, study.id, history=True) if history else [],
-            vote_events=int(events or 0),
+            progress_report=progress(session, study.id),
         )
