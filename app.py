@@ -14,12 +14,14 @@ user = current_user()
 if user is None:
     pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]
 else:
-    pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=True)]}
-    if user.role == "admin":
+    # Admins land on Progress: opening Annotate would hold an item for them.
+    admin_role = user.role == "admin"
+    pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=not admin_role)]}
+    if admin_role:
         pages["Admin"] = [
             st.Page(admin.studies_page, title="Studies", url_path="studies"),
             st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
-            st.Page(admin.progress_page, title="Progress", url_path="progress"),
+            st.Page(admin.progress_page, title="Progress", url_path="progress", default=True),
             st.Page(analysis.render, title="Analysis", url_path="analysis"),
         ]
     with st.sidebar:

@@ -6,6 +6,7 @@
     python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
                        [--guideline FILE] [--sample N --seed S] [--gold FILE.csv] [--timeout MINUTES] PATHS...
     python -m annotate study list
+    python -m annotate study reopen NAME ITEM|--all [--condition C] [--extra N]
     python -m annotate study items NAME --json
     python -m annotate status NAME [--json]
     python -m annotate votes import NAME FILE.csv
@@ -25,6 +26,8 @@ import sys
 from pathlib import Path
 
 from sqlalchemy import select
+
+from annotate.models import DEFAULT_TIMEOUT_MINUTES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,8 +53,16 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--sample", type=int, help="draw N units at random")
     create.add_argument("--seed", type=int, default=0, help="seed for --sample and the annotators' item orders")
     create.add_argument("--gold", type=Path, help="attention checks: CSV with item, question, value")
-    create.add_argument("--timeout", type=int, default=30, help="minutes before an abandoned item is reclaimed")
+    create.add_argument(
+        "--timeout", type=int, default=DEFAULT_TIMEOUT_MINUTES, help="minutes before an abandoned item is reclaimed"
+    )
     study.add_parser("list")
+    reopen = study.add_parser("reopen", help="allow more judgements on an item (or every item) beyond the overlap")
+    reopen.add_argument("name")
+    reopen.add_argument("item", nargs="?", help="item key (see study items)")
+    reopen.add_argument("--condition", default=None, help="the item's condition, when its key has several")
+    reopen.add_argument("--all", action="store_true", help="every item of the study")
+    reopen.add_argument("--extra", type=int, default=1, help="how many more judgements (default 1)")
     items = study.add_parser("items")
     items.add_argument("name")
     items.add_argument("--json", action="store_true")
@@ -145,6 +156,14 @@ def run(args) -> int:
         with read_session(engine) as session:
             for study in session.scalars(select(Study).order_by(Study.id)):
                 print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
+    elif args.command == "study" and args.action == "reopen":
+        from annotate.assignment import reopen_items
+
+        if bool(args.item) == bool(args.all):
+            raise ValueError("give an item key or --all")
+        with write_session(engine) as session:
+            count = reopen_items(session, _study(session, args.name), None if args.all else args.item, args.condition, args.extra)
+        print(f"re-opened {count} item{'s' if count != 1 else ''} of {args.name!r} for {args.extra} more judgement(s) each")
     elif args.command == "study" and args.action == "items":
         with read_session(engine) as session:
             study = _study(session, args.name)

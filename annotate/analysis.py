@@ -8,13 +8,15 @@ states, one system (condition) at a time.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from annotate.db import read_session
-from annotate.models import Annotator, Item, Study
+from annotate.models import Annotator, Item, Study, VoteEvent
 from annotate.service import require_admin
 from annotate.votes import vote_rows
 from metrics.aggregate import majority_labels, unit_table
@@ -111,6 +113,53 @@ def analyse(
     with read_session(engine) as session:
         gold = gold_answers(session.scalars(select(Item).where(Item.study_id == study_id)))
     return compute(kind, votes, dialogues, settings, condition=condition, progress=progress, gold=gold)
+
+
+# One study's analysis per (database, study, settings, condition, votes), shared by the Analysis
+# page, every export and the report in this process: the bootstrap and the λ calibration take
+# seconds, and votes are append-only, so the count and the newest id of a study's vote events
+# say whether anything changed.
+_CACHE: OrderedDict[tuple, dict] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_ENTRIES = 32
+
+
+def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
+    """What a study's analysis depends on: its items never change; its votes only grow."""
+    with read_session(engine) as session:
+        created = session.scalar(select(Study.created_at).where(Study.id == study_id))
+        if created is None:
+            raise ValueError(f"no study with id {study_id}")
+        n_events, last_event = session.execute(
+            select(func.count(VoteEvent.id), func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study_id)
+        ).one()  # fmt: skip
+    return (engine.url.render_as_string(hide_password=False), study_id, created, settings, condition, n_events, last_event)
+
+
+def study_analysis(
+    engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None, progress=None
+) -> dict:
+    """:func:`analyse`, computed once per study state and settings (admin only; checked on every call).
+
+    The result is shared: callers must not change it."""
+    require_admin(user)
+    key = analysis_key(engine, study_id, settings, condition)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    result = analyse(engine, user, study_id, settings, condition=condition, progress=progress)
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > CACHE_ENTRIES:
+            _CACHE.popitem(last=False)
+    return result
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
 
 
 def compute(

@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
 
 
 def cutoff(study: Study, now: datetime) -> datetime:
-    return now - timedelta(minutes=float(study.settings.get("timeout_minutes", 30)))
+    return now - timedelta(minutes=float(study.settings.get("timeout_minutes", DEFAULT_TIMEOUT_MINUTES)))
 
 
 def holding(study: Study, now: datetime):
@@ -107,13 +107,16 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
             .group_by(Assignment.item_id)
         ).all()
     )
-    mine = set(
-        session.scalars(
-            select(Assignment.item_id).where(
-                Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED
-            )
+    mine: set[int] = set()
+    skipped: dict[int, datetime] = {}
+    for item_id, status, assigned_at in session.execute(
+        select(Assignment.item_id, Assignment.status, Assignment.assigned_at).where(
+            Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED
         )
-    )
+    ):
+        mine.add(item_id)
+        if status == SKIPPED:
+            skipped[item_id] = assigned_at
     extra = dict(
         session.execute(select(Item.id, Item.extra_capacity).where(Item.study_id == study.id, Item.extra_capacity > 0)).all()
     )
@@ -127,10 +130,14 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
         for item_id, _key, condition in items
         if item_id not in mine and counts.get(item_id, 0) < study.overlap + extra.get(item_id, 0)
     ]
-    if not open_items:
-        return None
     ranks = annotator_order(session, study, annotator)
     candidates = sorted((count, seen, ranks[item_id], item_id) for count, seen, item_id in open_items)
+    # Skipped items come back, oldest skip first, once nothing else is left for this annotator.
+    candidates += sorted(
+        (skipped_at, 0, ranks[item_id], item_id)
+        for item_id, skipped_at in skipped.items()
+        if counts.get(item_id, 0) < study.overlap + extra.get(item_id, 0)
+    )
     for *_, item_id in candidates:
         item = lock_item(session, item_id)
         if len(holders(session, study, item_id, now)) >= study.overlap + item.extra_capacity:
@@ -152,7 +159,8 @@ def claim(session: Session, study: Study, item: Item, annotator: Annotator, now:
 
 
 def skip_item(session: Session, annotator: Annotator, item_id: int) -> None:
-    """The annotator passes on the item: its place is freed and it is not offered to them again."""
+    """The annotator passes on the item: its place is freed for others; it is offered to this
+    annotator again only when nothing else is left, and can be opened from their history."""
     assignment = session.scalar(select(Assignment).where(Assignment.item_id == item_id, Assignment.annotator_id == annotator.id))
     if assignment is not None and assignment.status == ACTIVE:
         assignment.status = SKIPPED
@@ -165,8 +173,43 @@ def reopen_item(session: Session, item_id: int, extra: int = 1) -> Item:
     return item
 
 
+def release(session: Session, annotator_id: int, *, keep_study: int | None = None) -> int:
+    """Give back the places an annotator holds (logout, or a switch to ``keep_study``): they go to
+    others at once instead of after the timeout.  Returns how many were released."""
+    query = update(Assignment).where(Assignment.annotator_id == annotator_id, Assignment.status == ACTIVE)
+    if keep_study is not None:
+        query = query.where(Assignment.study_id != keep_study)
+    return session.execute(query.values(status=RECLAIMED)).rowcount or 0
+
+
+def reopen_items(session: Session, study: Study, key: str | None, condition: str | None = None, extra: int = 1) -> int:
+    """Admin: ``extra`` more judgements on the item ``key`` (every item when ``key`` is None);
+    the number of items re-opened.  An unknown key, or a key with several conditions and none
+    chosen, raises ValueError."""
+    if extra < 1:
+        raise ValueError("--extra must be at least 1")
+    query = select(Item.id).where(Item.study_id == study.id)
+    if key is not None:
+        query = query.where(Item.key == key)
+    if condition is not None:
+        query = query.where(Item.condition == condition)
+    ids = list(session.scalars(query.order_by(Item.id)))
+    if key is not None and len(ids) != 1:
+        found = "no item" if not ids else f"{len(ids)} items (give --condition)"
+        chosen = "" if condition is None else f" with condition {condition!r}"
+        raise ValueError(f"{found} {key!r}{chosen} in study {study.name!r}")
+    for item_id in ids:
+        reopen_item(session, item_id, extra)
+    return len(ids)
+
+
 def progress(session: Session, study_id: int, now: datetime | None = None) -> dict:
-    """Items, finished judgements, and per-annotator and per-item counts."""
+    """Items, finished judgements, and per-annotator and per-item counts.
+
+    ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
+    ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or
+    not (someone looking at an item), apart from the votes.
+    """
     now = now or utcnow()
     study = session.get(Study, study_id)
     items = session.execute(select(Item.id, Item.key, Item.condition, Item.extra_capacity).where(Item.study_id == study_id)).all()
@@ -180,13 +223,25 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         .join(Annotator, Annotator.id == Assignment.annotator_id)
         .where(Assignment.study_id == study_id, Assignment.status == ACTIVE, Assignment.assigned_at >= cutoff(study, now))
     ).all()
+    voters = set(
+        session.scalars(
+            select(Annotator.name)
+            .join(VoteEvent, VoteEvent.annotator_id == Annotator.id)
+            .join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study_id)
+            .distinct()
+        )
+    )
     per_item_done: dict[int, int] = {}
-    per_annotator: dict[str, dict[str, int]] = {}
+    per_annotator: dict[str, dict[str, int]] = {name: {"done": 0, "active": 0} for name in voters}
+    held: dict[str, int] = {}
     for item_id, name in done:
         per_item_done[item_id] = per_item_done.get(item_id, 0) + 1
         per_annotator.setdefault(name, {"done": 0, "active": 0})["done"] += 1
     for _item_id, name in active:
-        per_annotator.setdefault(name, {"done": 0, "active": 0})["active"] += 1
+        held[name] = held.get(name, 0) + 1
+        if name in per_annotator:
+            per_annotator[name]["active"] += 1
     needed = sum(study.overlap + extra for _, _, _, extra in items)
     finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
     n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
@@ -201,6 +256,7 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         "items_complete": sum(1 for i, _, _, extra in items if per_item_done.get(i, 0) >= study.overlap + extra),
         "vote_events": int(n_votes or 0),
         "annotators": dict(sorted(per_annotator.items())),
+        "held": dict(sorted(held.items())),
         "per_item": [
             {"key": key, "condition": condition, "done": per_item_done.get(i, 0), "needed": study.overlap + extra}
             for i, key, condition, extra in items

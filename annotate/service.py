@@ -92,6 +92,12 @@ def submit(
         votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds)
 
 
+def release_places(engine: Engine, user: Annotator, *, keep_study: int | None = None) -> int:
+    """Give back the user's held items (all of them, or all but those of ``keep_study``)."""
+    with write_session(engine) as session:
+        return assignment.release(session, user.id, keep_study=keep_study)
+
+
 def skip(engine: Engine, user: Annotator, item_id: int) -> None:
     with write_session(engine) as session:
         assignment.skip_item(session, user, item_id)
@@ -109,10 +115,12 @@ def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
         return latest.comment if latest else ""
 
 
-def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int, str]]:
-    """(item id, a label without the condition) of items this user judged, newest first."""
+def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int, str, str]]:
+    """(item id, a label without the condition, ``"skipped"`` or ``"judged"``) of the items this user
+    skipped (oldest skip first) and then of those they judged (newest first)."""
     with read_session(engine) as session:
-        return [(item.id, item.key) for item in votes.judged_items(session, study_id, user)]
+        skipped = [(item.id, item.key, "skipped") for item in votes.skipped_items(session, study_id, user)]
+        return skipped + [(item.id, item.key, "judged") for item in votes.judged_items(session, study_id, user)]
 
 
 def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
@@ -233,10 +241,7 @@ def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) ->
 def reopen(engine: Engine, user: Annotator, study_id: int, key: str, condition: str = "") -> None:
     require_admin(user)
     with write_session(engine) as session:
-        item_id = session.scalar(select(Item.id).where(Item.study_id == study_id, Item.key == key, Item.condition == condition))
-        if item_id is None:
-            raise StudyError(f"no item {key!r}")
-        assignment.reopen_item(session, item_id)
+        assignment.reopen_items(session, session.get(Study, study_id), key.strip(), condition.strip() or None)
 
 
 def study_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
@@ -267,13 +272,16 @@ def export(
 ) -> tuple[bytes, str]:
     """One export format of a study as a download: (bytes, file name); several files come zipped."""
     require_admin(user)
+    from annotate.analysis import AnalysisSettings, study_analysis
     from exports.formats import as_download, write
     from exports.study_data import load_study
 
+    settings = settings or AnalysisSettings()
     with read_session(engine) as session:
         name = session.get(Study, study_id).name
     data = load_study(engine, name, history=history)
-    return as_download(write(data, fmt, settings, history=history, condition=condition))
+    shared = lambda chosen: study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
+    return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))
 
 
 def count_events(engine: Engine) -> int:

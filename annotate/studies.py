@@ -27,7 +27,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from annotate.models import KINDS, Item, Study
+from annotate.models import DEFAULT_TIMEOUT_MINUTES, KINDS, Item, Study
 from annotate.readers import ReaderError, coco_eval, detect_format, dstc, expand_paths, read_file, trade_dials
 from annotate.readers.errors import csv_rows, read_text
 from metrics.dialogue import Dialogue
@@ -67,7 +67,6 @@ QUESTION_SPECS: dict[str, list[dict]] = {
         },
     ],
 }
-DEFAULT_TIMEOUT_MINUTES = 30
 
 
 class StudyError(ValueError):

@@ -1,7 +1,9 @@
 """The vote store: append-only vote events; the current vote is the latest event.
 
 ``cast_vote`` never updates or deletes an event; changing a vote appends one.  It
-refuses a vote that would give an item more than k holders (see assignment).
+refuses a live vote that would give an item more than k holders (see assignment); imported
+votes (source ``import``: past judgements, e.g. the FGA study's 11 raters per dialogue) are
+taken whatever the overlap, and count as done.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from annotate.assignment import ACTIVE, DONE, claim, cutoff, holders, lock_item
+from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holders, lock_item
 from annotate.auth import find_annotator
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
 from annotate.readers.errors import ReaderError, csv_rows
@@ -48,7 +50,8 @@ def cast_vote(
     )
     if not holds:
         others = holders(session, study, item.id, now) - {annotator.id}
-        if len(others) >= study.overlap + item.extra_capacity:
+        # Overlap governs live assignment only: imported (past) judgements are taken as they are.
+        if source != "import" and len(others) >= study.overlap + item.extra_capacity:
             raise CapacityError(
                 f"item {item.key} already has {len(others)} annotators (overlap {study.overlap}); an admin can re-open it"
             )
@@ -65,7 +68,9 @@ def cast_vote(
     )
     session.add(event)
     session.flush()
-    if assignment.status != DONE:
+    if source == "import":  # an imported judgement counts as done, whatever it answered
+        assignment.status, assignment.completed_at = DONE, assignment.completed_at or now
+    elif assignment.status != DONE:
         answered = set(
             session.scalars(
                 select(VoteEvent.question).where(VoteEvent.item_id == item.id, VoteEvent.annotator_id == annotator.id)
@@ -133,6 +138,17 @@ def current_answers(session: Session, annotator: Annotator, item_id: int) -> dic
         select(VoteEvent).where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == annotator.id).order_by(VoteEvent.id)
     )
     return {event.question: event for event in events}
+
+
+def skipped_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
+    """Items this annotator skipped and has not judged since, oldest skip first."""
+    return list(
+        session.scalars(
+            select(Item).join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED)
+            .order_by(Assignment.assigned_at, Item.id)
+        )
+    )  # fmt: skip
 
 
 def judged_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:

@@ -4,12 +4,14 @@ Per session, ``<session-id>/dstc.labels.json``::
 
     {"session-id": ..., "turns": [{"turn-index", "transcription", "transcription-status",
                                     "audio-file", "slu-labels": [{"slots": {...}, "label": true|false|null,
-                                                                  "source": "human"|"auto", "act": "inform"}]}]}
+                                                                  ["source": "human"|"auto",] "act": "inform"}]}]}
 
 Choices, written down:
 - ``label`` is the majority of the annotators' current judgements of the act; a tie, or no
   judgement, is ``null``.  With no human judgement, an act pre-marked from the DSTC2 label
-  file's gold semantics (exact match) is ``true`` with source ``auto``.
+  file's gold semantics (exact match) is ``true`` with source ``auto``; an act nobody judged
+  and nothing pre-marked is ``null`` with no ``source`` (App. B's sources are ``auto`` and
+  ``human``, and neither produced it).
 - ``transcription`` / ``transcription-status`` are the annotators' most common answers (a tie
   goes to the most recent of the tied answers); with no votes, the values the study was
   built with.  ``transcription`` is left out unless the status is ``transcribed``, as the
@@ -77,13 +79,15 @@ def _turn(item: ItemRecord, votes: dict) -> dict:
     labels = []
     for act in payload["acts"]:
         human = answers(act["name"])
+        entry: dict = {"slots": {s: v for s, v in act["slots"]}}
         if human:
-            label, source = _label(human), "human"
+            entry.update(label=_label(human), source="human")
         elif act.get("auto"):
-            label, source = True, "auto"
-        else:
-            label, source = None, "human"
-        labels.append({"slots": {s: v for s, v in act["slots"]}, "label": label, "source": source, "act": act["act"]})
+            entry.update(label=True, source="auto")
+        else:  # nobody judged it: not labelled, and no source claims it was
+            entry["label"] = None
+        entry["act"] = act["act"]
+        labels.append(entry)
     turn["slu-labels"] = labels
     return turn
 

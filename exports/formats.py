@@ -42,10 +42,14 @@ FORMATS = {
 }
 
 
-def _analysis(data: StudyData, settings: AnalysisSettings, condition: str | None) -> dict:
+def _analysis(data: StudyData, settings: AnalysisSettings, condition: str | None, analysis=None) -> dict:
+    """The study's analysis: from ``analysis(condition)`` when the caller has it (the app's shared
+    per-study cache), else computed here from the loaded data."""
     dialogues = dialogues_from_items(data.items) if data.kind == "satisfaction" else {}
     if condition is not None and data.kind == "satisfaction" and condition not in dialogues:
         raise ValueError(f"study {data.name!r} has no condition {condition!r} (conditions: {', '.join(dialogues)})")
+    if analysis is not None:
+        return analysis(condition)
     return compute(data.kind, data.vote_table(), dialogues, settings, condition=condition, gold=gold_answers(data.items))
 
 
@@ -54,9 +58,13 @@ def _safe_folder(name: str) -> str:
 
 
 def write(
-    data: StudyData, name: str, settings: AnalysisSettings | None = None, *, history: bool = False, condition: str | None = None
+    data: StudyData, name: str, settings: AnalysisSettings | None = None, *, history: bool = False, condition: str | None = None,
+    analysis=None,
 ) -> list[tuple[str, bytes]]:
-    """The files of one export format for a study.  Raises ValueError for a wrong kind or no data."""
+    """The files of one export format for a study.  Raises ValueError for a wrong kind or no data.
+
+    ``analysis(condition) -> dict``, when given, supplies the analysis for these settings (the app
+    passes its shared cache, so the page, every export and the report compute it once)."""
     if name not in FORMATS:
         raise ValueError(f"unknown format {name!r}; formats: {', '.join(FORMATS)}")
     fmt = FORMATS[name]
@@ -81,7 +89,7 @@ def write(
                 path = f"{_safe_folder(condition_name)}/{fga_text.file_name(dialogue.id)}"
                 out.append((path, fga_text.dialogue_text(dialogue).encode()))
         return out
-    analysis = _analysis(data, settings, condition)
+    analysis = _analysis(data, settings, condition, analysis)
     if name == "report-html":
         return [(fmt.file_name, report.to_html(data, analysis, settings))]
     if name == "report-md":

@@ -57,7 +57,8 @@ def sections(data, analysis: dict, settings) -> list[tuple[str, list[str], list[
     out.append(("Progress", ["", ""], [
         ["items", str(progress["items"])], ["items complete", str(progress["items_complete"])],
         ["judgements", f"{progress['judgements_done']} / {progress['judgements_needed']}"],
-        ["annotators", str(len(progress["annotators"]))], ["vote events", str(progress["vote_events"])],
+        ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
+        ["vote events", str(progress["vote_events"])],
     ], []))  # fmt: skip
     if "agreement" not in analysis:
         out.append(("Results", [], [], ["No votes yet."]))

@@ -32,3 +32,18 @@ def _keep_main_module():
     yield
     if main is not None:
         sys.modules["__main__"] = main
+
+
+@pytest.fixture
+def app_db(tmp_path, monkeypatch, fixtures):
+    """A fresh demo database for the app (AppTest), as DST_JUDGE_DB."""
+    import streamlit as st
+
+    url = f"sqlite:///{tmp_path / 'app.sqlite'}"
+    monkeypatch.setenv("DST_JUDGE_DB", url)
+    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield url
+    st.cache_resource.clear()
+    st.cache_data.clear()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import streamlit as st
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
@@ -13,18 +12,6 @@ from annotate.models import Study, VoteEvent
 from annotate.sessions import MAX_FAILURES, log_in
 from tests.conftest import REPO
 from tests.store_helpers import zip_bytes
-
-
-@pytest.fixture
-def app_db(tmp_path, monkeypatch, fixtures):
-    url = f"sqlite:///{tmp_path / 'app.sqlite'}"
-    monkeypatch.setenv("DST_JUDGE_DB", url)
-    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield url
-    st.cache_resource.clear()
-    st.cache_data.clear()
 
 
 def start() -> AppTest:

@@ -236,7 +236,7 @@ LABELS_SCHEMA = {
                 "transcription-status": {"enum": list(dstc.TRANSCRIPTION_STATUSES)},
                 "audio-file": {"type": "string"},
                 "slu-labels": {"type": "array", "items": {
-                    "type": "object", "required": ["slots", "label", "source"],
+                    "type": "object", "required": ["slots", "label"],
                     "properties": {"slots": {"type": "object", "additionalProperties": {"type": "string"}},
                                    "label": {"type": ["boolean", "null"]}, "source": {"enum": ["human", "auto"]},
                                    "act": {"type": "string"}},
@@ -258,7 +258,7 @@ def test_dstc_labels_validate_and_read_back(store, tmp_path):
     votes = {(v["item"], v["question"]): [] for v in data.votes}
     for v in data.votes:
         votes[(v["item"], v["question"])].append(v["value"])
-    seen_null = seen_auto = 0
+    seen_null = seen_auto = seen_unjudged = 0
     for relative, content in files:
         document = json.loads(content)
         jsonschema.validate(document, LABELS_SCHEMA)
@@ -283,10 +283,12 @@ def test_dstc_labels_validate_and_read_back(store, tmp_path):
                     assert entry["source"] == "human"
                     assert entry["label"] == (None if yes == no else yes > no)
                     seen_null += entry["label"] is None
-                else:
-                    seen_auto += entry["source"] == "auto"
-                    assert entry["label"] in (True, None)
+                else:  # nobody judged it: pre-marked (true, auto), or unlabelled with no source at all
+                    seen_auto += entry.get("source") == "auto"
+                    assert (entry["label"], entry.get("source", "none")) in ((True, "auto"), (None, "none")), entry
+                    seen_unjudged += entry["label"] is None
     assert seen_auto > 0  # unjudged turns keep the label file's exact-match pre-marks
+    assert seen_unjudged > 0
 
 
 def test_dstc_label_ties_are_null():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import service
+from annotate.models import DEFAULT_TIMEOUT_MINUTES
 from annotate.pages.context import app_engine, guard, require_admin_page
 
 
@@ -39,7 +40,7 @@ def studies_page() -> None:
         left, middle, right = st.columns(3)
         overlap = left.number_input("Annotators per item (k)", min_value=1, max_value=50, value=3)
         condition = middle.text_input("System or CoCo variant name (optional)")
-        timeout = right.number_input("Reclaim abandoned items after (minutes)", min_value=1, value=30)
+        timeout = right.number_input("Reclaim abandoned items after (minutes)", min_value=1, value=DEFAULT_TIMEOUT_MINUTES)
         sample = left.number_input("Sample N units (0 = all)", min_value=0, value=0)
         seed = middle.number_input("Seed", min_value=0, value=0)
         guideline_file = right.file_uploader("Guideline (.txt, optional)", type=["txt", "md"])
@@ -105,7 +106,15 @@ def progress_page() -> None:
     right.metric("Vote events", report["vote_events"])
     st.progress(report["fraction_done"])
     st.subheader("Per annotator")
-    st.dataframe([{"annotator": n, **c} for n, c in report["annotators"].items()], hide_index=True)
+    st.caption("People with at least one vote in this study: judgements done, and items they hold open now.")
+    if report["annotators"]:
+        st.dataframe([{"annotator": n, **c} for n, c in report["annotators"].items()], hide_index=True)
+    else:
+        st.text("Nobody has voted yet.")
+    if report["held"]:
+        st.caption("Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
+                   "or after the study's timeout).")  # fmt: skip
+        st.dataframe([{"annotator": n, "places held": c} for n, c in report["held"].items()], hide_index=True)
     st.subheader("Per item")
     st.dataframe(report["per_item"], hide_index=True)
     st.subheader("Download the votes")

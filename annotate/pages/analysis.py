@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate import service
-from annotate.analysis import AnalysisSettings, analyse
+from annotate.analysis import AnalysisSettings, study_analysis
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from exports.charts import metric_rating_chart, r_lambda_chart
@@ -47,15 +47,6 @@ def _settings_form() -> AnalysisSettings:
                             grid=(0.0, float(grid_stop), int(grid_num)))  # fmt: skip
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _cached_analysis(study_id: int, settings: AnalysisSettings, condition, vote_events: int, _user, _bar) -> dict:
-    """Recomputed only when the votes (their event count), the settings or the system change:
-    widgets on this page re-run the script, and a 1,000-item study takes seconds to analyse.
-    The admin check ran before (require_admin_page) and runs again inside on every miss."""
-    return analyse(app_engine(), _user, study_id, settings, condition=condition,
-                   progress=lambda fraction, text: _bar.progress(fraction, text=text))  # fmt: skip
-
-
 def render() -> None:
     user = require_admin_page()
     engine = app_engine()
@@ -75,9 +66,14 @@ def render() -> None:
 
         systems = list(guard(lambda: study_dialogues(engine, user, study.id)))
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
+    # study_analysis keeps one result per study state and settings (shared with the exports and the
+    # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
     bar = st.progress(0.0, text="analysing")
-    result = guard(lambda: _cached_analysis(study.id, settings, condition, progress_report["vote_events"], user, bar))
+    result = guard(lambda: study_analysis(engine, user, study.id, settings, condition=condition,
+                                          progress=lambda fraction, text: bar.progress(fraction, text=text)))  # fmt: skip
     bar.empty()
+    if result is None:
+        return
     if not result.get("n_votes"):
         st.info("No votes yet.")
         return

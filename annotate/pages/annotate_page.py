@@ -29,6 +29,9 @@ def render() -> None:
         st.info("There is no study to work on yet.")
         return
     study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KIND_LABELS[s.kind]}", key="study-choice")
+    if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
+        service.release_places(engine, user, keep_study=study.id)
+        st.session_state["annotating-study"] = study.id
     with st.expander("Guideline"):
         st.text(study.guideline or "No guideline was given for this study.")
     item_panel(study, user.id)
@@ -67,19 +70,24 @@ def item_panel(study: StudySummary, user_id: int) -> None:
     review_key = f"review-{study.id}"
     with st.expander("Go back to an earlier item"):
         if history:
-            labels = {item_id: f"{position + 1}. {key}" for position, (item_id, key) in enumerate(history)}
-            choice = st.selectbox("Item you judged (newest first)", list(labels), format_func=labels.get, key=f"back-{study.id}")
+            labels = {item_id: f"{key} (skipped)" if state == "skipped" else f"{position + 1}. {key}"
+                      for position, (item_id, key, state) in enumerate(history)}  # fmt: skip
+            choice = st.selectbox("Item you skipped or judged (skipped first, then newest first)", list(labels),
+                                  format_func=labels.get, key=f"back-{study.id}")  # fmt: skip
             if st.button("Open it", key=f"open-{study.id}"):
                 st.session_state[review_key] = choice
         else:
-            st.caption("You have not judged anything in this study yet.")
+            st.caption("You have not judged or skipped anything in this study yet.")
     review_id = st.session_state.get(review_key)
     item = guard(lambda: service.item_for(engine, user, review_id)) if review_id else service.next_item(engine, user, study.id)
     if not item or item is True:
         st.success("No more items for you in this study. Thank you!")
         return
     if review_id:
-        st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
+        if any(item_id == review_id and state == "skipped" for item_id, _key, state in history):
+            st.info("You skipped this item earlier; judge it now, or go back to new items.")
+        else:
+            st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
         if st.button("Back to new items", key="leave-review"):
             _finish(study, item.id)
     st.session_state.setdefault(f"shown-{item.id}", time.time())

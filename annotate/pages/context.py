@@ -86,6 +86,11 @@ def remember_login(token: str) -> None:
 
 
 def logout() -> None:
+    user = current_user()
+    if user is not None:  # the items this person held go back to the others at once
+        from annotate.service import release_places
+
+        release_places(app_engine(), user)
     log_out(app_engine(), st.session_state.get("token"))
     for key in list(st.session_state.keys()):
         del st.session_state[key]
