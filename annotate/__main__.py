@@ -2,6 +2,7 @@
 
     python -m annotate [--db URL] init
     python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
+    python -m annotate annotator password NAME          (a reset: ends their sessions, clears failed logins)
     python -m annotate annotator list
     python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
                        [--guideline FILE] [--sample N --seed S] [--gold FILE.csv] [--timeout MINUTES] PATHS...
@@ -40,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
     add.add_argument("name")
     add.add_argument("--admin", action="store_true")
+    reset = annotator.add_parser("password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their "
+                                 "sessions and clears failed logins")  # fmt: skip
+    reset.add_argument("name")
     annotator.add_parser("list")
 
     study = commands.add_parser("study").add_subparsers(dest="action", required=True)
@@ -130,6 +134,13 @@ def run(args) -> int:
         with write_session(engine) as session:
             annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
         print(f"added {annotator.role} {annotator.name}")
+    elif args.command == "annotator" and args.action == "password":
+        from annotate.auth import set_password
+
+        password = _password()
+        with write_session(engine) as session:
+            set_password(session, args.name, password)
+        print(f"new password for {args.name}; their sessions ended and failed logins cleared")
     elif args.command == "annotator":
         with read_session(engine) as session:
             for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import bcrypt
-from sqlalchemy import select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from annotate.models import ROLES, Annotator
+from annotate.models import ROLES, Annotator, LoginFailure, LoginSession
 
 # bcrypt cost; tests may lower it with DST_JUDGE_BCRYPT_ROUNDS (never below bcrypt's minimum 4).
 BCRYPT_ROUNDS = int(os.environ.get("DST_JUDGE_BCRYPT_ROUNDS", "12"))
@@ -56,10 +56,14 @@ def add_annotator(session: Session, name: str, password: str | None = None, role
 
 
 def set_password(session: Session, name: str, password: str) -> None:
+    """A new password (an admin's reset, app or CLI): it also ends every session of that person
+    and clears the failed logins of the name, so nobody stays throttled by someone else's guesses."""
     annotator = find_annotator(session, name)
     if annotator is None:
         raise AuthError(f"no annotator named {name!r}")
     annotator.password_hash = hash_password(password)
+    session.execute(update(LoginSession).where(LoginSession.annotator_id == annotator.id).values(revoked=True))
+    session.execute(delete(LoginFailure).where(LoginFailure.name == annotator.name))
 
 
 def authenticate(session: Session, name: str, password: str) -> Annotator | None:

@@ -111,13 +111,17 @@ class VoteEvent(Base):
 
 
 class LoginFailure(Base):
-    """A failed login, for rate limiting across app servers."""
+    """A failed login, for throttling across app servers (per name, and per name and client)."""
 
     __tablename__ = "login_failures"
-    __table_args__ = (Index("ix_login_failures_name_at", "name", "at"),)
+    __table_args__ = (
+        Index("ix_login_failures_name_at", "name", "at"),
+        Index("ix_login_failures_name_client_at", "name", "client", "at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(100))
+    client: Mapped[str] = mapped_column(String(100), default="", server_default="")
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

@@ -224,10 +224,7 @@ def add_person(engine: Engine, user: Annotator, name: str, password: str, role: 
 def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
     require_admin(user)
     with write_session(engine) as session:
-        set_password(session, name, password)
-    from annotate.sessions import revoke_all
-
-    revoke_all(engine, name)
+        set_password(session, name, password)  # also ends their sessions and clears failed logins
 
 
 def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) -> None:

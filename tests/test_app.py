@@ -64,7 +64,7 @@ def test_wrong_password_is_refused_then_rate_limited(app_db):
     assert app.error[0].value == "Login refused." and "wrong name or password" in texts(app)
     for _ in range(MAX_FAILURES):
         with pytest.raises(ValueError):
-            log_in(get_engine(app_db), "ann2", "wrong-password")
+            log_in(get_engine(app_db), "ann2", "wrong-password", client="local")  # as from this browser
     app = login("ann2", "demo-ann2-pw")  # the right password, but too many failures
     assert "too many failed logins" in texts(app)
 

@@ -207,3 +207,70 @@ def test_cli_reopen(db_url, fixtures, tmp_path):
     assert missing.returncode == 2 and "NOPE.json" in missing.stderr
     neither = cli(db_url, "study", "reopen", "sat")
     assert neither.returncode == 2
+
+
+def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
+    """Per name and client a growing delay; per name alone a short one; a reset clears them."""
+    from datetime import timedelta
+
+    from annotate.auth import add_annotator
+    from annotate.db import make_engine
+    from annotate.models import utcnow
+    from annotate.sessions import FREE_FAILURES, LoginRefused
+
+    engine = make_engine(db_url)
+    with write_session(engine) as session:
+        add_annotator(session, "alice", "alice-password")
+        add_annotator(session, "boss", "boss-password", "admin")
+    t0 = utcnow()
+    for n in range(FREE_FAILURES):
+        with pytest.raises(LoginRefused, match="wrong name or password"):
+            log_in(engine, "alice", "guess", client="10.0.0.66", now=t0 + timedelta(seconds=n))
+    last = t0 + timedelta(seconds=FREE_FAILURES - 1)
+    # The guesser's client now waits, even with the right password ...
+    with pytest.raises(LoginRefused, match=r"try again in 29 s"):
+        log_in(engine, "alice", "alice-password", client="10.0.0.66", now=last + timedelta(seconds=1))
+    # ... while alice, elsewhere, logs in at once.
+    log_in(engine, "alice", "alice-password", client="10.0.0.7", now=last + timedelta(seconds=1))
+    # The delay grows with each further failure from that client: 30 s, then 60 s.
+    with pytest.raises(LoginRefused, match="wrong name or password"):
+        log_in(engine, "alice", "guess", client="10.0.0.66", now=last + timedelta(seconds=31))
+    with pytest.raises(LoginRefused, match=r"try again in 59 s"):
+        log_in(engine, "alice", "guess", client="10.0.0.66", now=last + timedelta(seconds=32))
+    # Guessing from many clients slows the name everywhere, but by a minute at most.
+    from annotate.sessions import NAME_FREE_FAILURES
+
+    t1 = last + timedelta(minutes=20)
+    for n in range(NAME_FREE_FAILURES + 10):
+        with pytest.raises(LoginRefused):
+            log_in(engine, "alice", "guess", client=f"10.1.{n}.1", now=t1)
+    with pytest.raises(LoginRefused, match=r"try again in (\d|[1-5]\d|60) s"):
+        log_in(engine, "alice", "alice-password", client="10.0.0.7", now=t1)
+    log_in(engine, "alice", "alice-password", client="10.0.0.7", now=t1 + timedelta(seconds=61))
+    # An admin's password reset clears every failure of the name.
+    for n in range(FREE_FAILURES + 2):
+        try:
+            log_in(engine, "alice", "guess", client="10.0.0.66", now=t1 + timedelta(minutes=1, seconds=n * 100))
+        except LoginRefused:
+            pass
+    boss, _ = log_in(engine, "boss", "boss-password")
+    service.reset_password(engine, boss, "alice", "new-alice-password")
+    log_in(engine, "alice", "new-alice-password", client="10.0.0.66", now=t1 + timedelta(minutes=20))
+    engine.dispose()
+
+
+def test_cli_password_reset_clears_failures(db_url):
+    from annotate.db import make_engine
+    from annotate.sessions import FREE_FAILURES, LoginRefused
+    from tests.test_annotate_cli import cli, ok
+
+    ok(cli(db_url, "annotator", "add", "carol", password="carol-password"))
+    engine = make_engine(db_url)
+    for _ in range(FREE_FAILURES):
+        with pytest.raises(LoginRefused):
+            log_in(engine, "carol", "guess")
+    with pytest.raises(LoginRefused, match="try again"):
+        log_in(engine, "carol", "carol-password")
+    assert "new password for carol" in ok(cli(db_url, "annotator", "password", "carol", password="carol-new-password"))
+    log_in(engine, "carol", "carol-new-password")
+    engine.dispose()

@@ -79,6 +79,18 @@ def require_admin_page() -> Annotator:
     return user
 
 
+def client_address() -> str:
+    """Where a login attempt comes from, for throttling: the WebSocket peer's address, or, when
+    ``DST_JUDGE_TRUST_PROXY=1`` (behind our nginx, which sets it), the ``X-Real-IP`` header.
+    Never trusted for anything but the throttle's bookkeeping."""
+    if os.environ.get("DST_JUDGE_TRUST_PROXY") == "1":
+        forwarded = st.context.headers.get("X-Real-IP")
+        if isinstance(forwarded, str) and forwarded.strip():
+            return forwarded.strip()[:100]
+    address = st.context.ip_address  # None on localhost
+    return address[:100] if isinstance(address, str) and address else "local"
+
+
 def remember_login(token: str) -> None:
     st.session_state["token"] = token
     st.session_state.pop("logged_out", None)

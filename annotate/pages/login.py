@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active
-from annotate.pages.context import app_engine, remember_login, show_refusal
+from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 from annotate.sessions import LoginRefused, log_in
 
 
@@ -23,7 +23,7 @@ def render() -> None:
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
         try:
-            _user, token = log_in(app_engine(), name, password)
+            _user, token = log_in(app_engine(), name, password, client=client_address())
         except LoginRefused as err:
             show_refusal("Login refused.", str(err))
             return
