@@ -1,6 +1,7 @@
 """``python -m annotate``: scripted set-up of studies, annotators and votes.
 
     python -m annotate [--db URL] init
+    python -m annotate [--db URL] serve [STREAMLIT OPTIONS...]   (the app, with the demo accounts printed at start)
     python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
     python -m annotate annotator password NAME          (a reset: ends their sessions, clears failed logins)
     python -m annotate annotator list
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the embedded SQLite file)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("init", help="create or migrate the database")
+    serve = commands.add_parser("serve", help="prepare the database (and the demo), print the accounts, start the app")
+    serve.set_defaults(streamlit_args=[])  # what follows 'serve' goes to streamlit run (e.g. --server.port 8502)
 
     annotator = commands.add_parser("annotator").add_subparsers(dest="action", required=True)
     add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
@@ -117,6 +120,26 @@ def _write(text: str, out: Path | None) -> None:
         print(f"wrote {out}", file=sys.stderr)
 
 
+def serve(engine, args) -> int:
+    """Make the database and, on an empty one, the demo; say who can log in; then become
+    ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
+    from annotate.demo import demo_accounts_active, ensure_demo, print_accounts, setup_hint
+
+    url = engine.url.render_as_string(hide_password=False)
+    print(f"DST Judge: database {engine.url.render_as_string(hide_password=True)}", flush=True)
+    if not ensure_demo(engine) and demo_accounts_active(engine):
+        print_accounts()
+    hint = setup_hint(engine)
+    if hint:
+        print(hint, flush=True)
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args]
+    os.environ["DST_JUDGE_DB"] = url
+    sys.stdout.flush()
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
 def run(args) -> int:
     from annotate.assignment import progress
     from annotate.auth import add_annotator
@@ -127,6 +150,8 @@ def run(args) -> int:
     from annotate.votes import import_votes, rows_to_csv, vote_rows
 
     engine = get_engine(args.db)
+    if args.command == "serve":
+        return serve(engine, args)
     if args.command == "init":
         print(f"database ready: {engine.url.render_as_string(hide_password=True)}")
     elif args.command == "annotator" and args.action == "add":
@@ -209,7 +234,11 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "serve":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.streamlit_args = extra
     try:
         return run(args)
     except ValueError as err:  # ReaderError, StudyError, AuthError: one clear line

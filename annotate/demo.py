@@ -31,16 +31,6 @@ def fixtures_dir() -> Path:
     return Path(os.environ.get("DST_JUDGE_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 
-def demo_scores() -> dict | None:
-    from annotate.readers import load_dialogues
-    from metrics.corpus import ScoreSettings, score_dialogues
-
-    folder = fixtures_dir() / "fga_human_eval"
-    if not folder.is_dir():
-        return None
-    return score_dialogues(load_dialogues([folder]), ScoreSettings())
-
-
 def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     """Create the demo on an empty database; True if it was created now."""
     from annotate.auth import add_annotator
@@ -55,7 +45,7 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
         if session.scalar(select(func.count()).select_from(Annotator)) or session.scalar(select(func.count()).select_from(Study)):
             return False
         if not fixtures.is_dir():
-            print(f"DST Judge: no demo data at {fixtures} (set DST_JUDGE_FIXTURES); starting empty", flush=True)
+            print(f"DST Judge: {missing_fixtures_message(fixtures)}", flush=True)
             return False
         for name, password, role in DEMO_ACCOUNTS:
             add_annotator(session, name, password, role)
@@ -67,10 +57,44 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
         create_study(session, DEMO_STUDIES[1], "coco", [fixtures / "coco"], condition="coco", guideline=COCO_GUIDELINE)
         create_study(session, DEMO_STUDIES[2], "slu", [fixtures / "dstc2"], guideline=SLU_GUIDELINE)
     if announce:
-        print("DST Judge demo created. Accounts (name / password / role):", flush=True)
-        for name, password, role in DEMO_ACCOUNTS:
-            print(f"  {name} / {password} / {role}", flush=True)
+        print("DST Judge demo created.", flush=True)
+        print_accounts()
     return True
+
+
+def print_accounts() -> None:
+    print("Demo accounts (name / password / role); change them before a real study:", flush=True)
+    for name, password, role in DEMO_ACCOUNTS:
+        print(f"  {name} / {password} / {role}", flush=True)
+
+
+def missing_fixtures_message(fixtures: Path) -> str:
+    return f"No demo data at {fixtures} (set DST_JUDGE_FIXTURES to the shared fixtures folder); starting without the demo."
+
+
+FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' python -m annotate annotator add NAME --admin"
+
+
+def setup_hint(engine: Engine) -> str | None:
+    """What the login page says when nobody can log in as an admin yet (None once an admin with a
+    password exists): how to make the first one, and why there is no demo."""
+    from annotate.db import read_session
+    from annotate.models import Annotator
+
+    with read_session(engine) as session:
+        admins = session.scalar(
+            select(func.count()).select_from(Annotator).where(Annotator.role == "admin", Annotator.password_hash.is_not(None))
+        )
+    if admins:
+        return None
+    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+        why = "The demo is off (DST_JUDGE_DEMO=0)."
+    elif not fixtures_dir().is_dir():
+        why = missing_fixtures_message(fixtures_dir())
+    else:
+        why = "The database already held data, so no demo was made."
+    return (f"{why}\nThere is no admin account yet. Create the first one in a terminal, on the same database "
+            f"(DST_JUDGE_DB), then log in here:\n\n    {FIRST_ADMIN}")  # fmt: skip
 
 
 def demo_accounts_active(engine: Engine) -> bool:

@@ -72,3 +72,22 @@ def sqlite_warning(url: str) -> str | None:
         "app server on one host (never on a network filesystem); for several servers set DST_JUDGE_DB to a "
         "PostgreSQL database (see the README's section on deploying for many annotators)."
     )
+
+
+def loopback_only(address: str | None) -> bool:
+    """Whether a server bound to ``address`` (Streamlit's ``server.address``) is reachable from this
+    host only.  An empty address means every interface.
+
+    >>> [loopback_only(a) for a in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "", None)]
+    [True, True, True, False, False, False]
+    """
+    import ipaddress
+
+    if not address:
+        return False
+    if address.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -10,6 +10,6 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-python3 -m pip install -q --disable-pip-version-check -r requirements.txt
+python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 -m ruff check .
 python3 -m pytest "$@"
