@@ -25,6 +25,7 @@ from annotate.readers.errors import ReaderError
 from annotate.studies import StudyError, create_study, question_spec
 
 MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
+LOOSE_FOLDER = "uploaded"  # the system name of loose FGA text files uploaded with no system name given
 
 
 class PermissionDenied(PermissionError):
@@ -178,9 +179,10 @@ def _unpack(files: list[tuple[str, bytes]], folder: Path) -> list[Path]:
             except zipfile.BadZipFile:
                 raise ReaderError(name, "", "not a readable zip archive") from None
             paths.append(target)
-        else:
-            (folder / safe).write_bytes(data)
-            paths.append(folder / safe)
+        else:  # loose files sit in a folder named "uploaded": an FGA text file's system is its folder
+            (folder / LOOSE_FOLDER).mkdir(exist_ok=True)
+            (folder / LOOSE_FOLDER / safe).write_bytes(data)
+            paths.append(folder / LOOSE_FOLDER / safe)
     return paths
 
 
@@ -201,7 +203,8 @@ def create_study_from_uploads(
             study = create_study(session, name, kind, paths, **options)
             return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
     except ReaderError as err:
-        raise ReaderError(str(err.path).replace(str(folder) + os.sep, ""), err.place, err.message) from None
+        shown = str(err.path).replace(str(folder / LOOSE_FOLDER) + os.sep, "").replace(str(folder) + os.sep, "")
+        raise ReaderError(shown, err.place, err.message) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -66,7 +66,7 @@ def browser(server):
 
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1300, "height": 1000}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -77,12 +77,13 @@ def page(browser, server):
     context.close()
 
 
-def log_in(page, name: str, password: str) -> None:
+def log_in(page, name: str, password: str, landing: str = "Annotate") -> None:
+    """Log in; annotators land on Annotate, admins on Progress."""
     wait_idle(page)
     page.get_by_label("Name").fill(name)
     page.get_by_role("textbox", name="Password").fill(password)
     page.get_by_role("button", name="Log in").first.click()
-    page.get_by_role("heading", name="Annotate").wait_for()
+    page.get_by_role("heading", name=landing).wait_for()
     # The session cookie is set by a component after the page renders; wait for it and the rerun it causes.
     assert eventually(lambda: any(c["name"] == COOKIE_NAME for c in page.context.cookies()))
     page.wait_for_timeout(500)
@@ -146,7 +147,7 @@ def test_satisfaction_by_keyboard_then_admin_download(page, server):
     page.get_by_role("button", name="Log in").first.wait_for()
     wait_idle(page)
 
-    log_in(page, "admin", "demo-admin-pw")
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
     for title in ("Studies", "Annotators", "Progress"):
         page.get_by_role("link", name=title).click()
         page.get_by_role("heading", name=title).wait_for()

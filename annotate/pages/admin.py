@@ -7,21 +7,32 @@ import streamlit as st
 
 from annotate import service
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
-from annotate.pages.context import app_engine, guard, require_admin_page
+from annotate.pages.context import app_engine, guard, require_admin_page, scroll_to_top
 
 
 def _study_picker(label: str = "Study", key: str = "admin-study"):
+    """A study chooser that remembers the last study chosen on any admin page (widget state is
+    dropped when the page is left, so the choice is kept under a key of its own)."""
     studies = service.list_studies(app_engine())
     if not studies:
         st.info("No study yet: create one on the Studies page.")
         return None
-    return st.selectbox(label, studies, format_func=lambda s: f"{s.name} ({s.kind}, {s.items} items)", key=key)
+    remembered = st.session_state.get("admin-chosen-study")
+    index = next((i for i, s in enumerate(studies) if s.id == remembered), 0)
+    chosen = st.selectbox(label, studies, index=index, format_func=lambda s: f"{s.name} ({s.kind}, {s.items} items)", key=key)
+    st.session_state["admin-chosen-study"] = chosen.id
+    return chosen
 
 
 def studies_page() -> None:
     user = require_admin_page()
     engine = app_engine()
     st.title("Studies")
+    created_note = st.session_state.pop("study-created", None)
+    if created_note:
+        st.success("Study created.")
+        st.text(created_note)  # the name is the admin's text: shown as text
+        scroll_to_top(f"created {st.session_state.get('create-generation', 0)}")  # the message and the table are up here
     summaries = service.list_studies(engine)
     if summaries:
         st.dataframe(
@@ -33,13 +44,21 @@ def studies_page() -> None:
         "CoCo: the run_eval.py JSON + its TRADE dialogue file. SLU: DSTC call folders as a .zip. "
         "An import is all or nothing."
     )
-    with st.form("create-study", clear_on_submit=False):
+    # A new form (and so an empty uploader) after every successful create: the generation is in the keys.
+    generation = st.session_state.get("create-generation", 0)
+    with st.form(f"create-study-{generation}", clear_on_submit=False):
         name = st.text_input("Name")
         kind = st.selectbox("Kind", ("satisfaction", "coco", "slu"))
-        files = st.file_uploader("Data files (.json, .txt, or .zip of folders)", accept_multiple_files=True)
+        files = st.file_uploader(
+            "Data files (.json, .txt, or .zip of folders)", accept_multiple_files=True, key=f"create-files-{generation}"
+        )
         left, middle, right = st.columns(3)
         overlap = left.number_input("Annotators per item (k)", min_value=1, max_value=50, value=3)
-        condition = middle.text_input("System or CoCo variant name (optional)")
+        condition = middle.text_input(
+            "System or CoCo variant name (optional)",
+            help="Satisfaction: the system whose predictions these are (default: the folder of FGA text files in a zip, "
+            "'uploaded' for loose files, else the file name). CoCo: the variant (default coco).",
+        )
         timeout = right.number_input("Reclaim abandoned items after (minutes)", min_value=1, value=DEFAULT_TIMEOUT_MINUTES)
         sample = left.number_input("Sample N units (0 = all)", min_value=0, value=0)
         seed = middle.number_input("Seed", min_value=0, value=0)
@@ -54,8 +73,10 @@ def studies_page() -> None:
                 sample=int(sample) or None, seed=int(seed), timeout_minutes=int(timeout),
             )
         )  # fmt: skip
-        if created:
-            st.success(f"Created the study with {created.items} items.")
+        if created:  # run the page again: the table lists the new study, the form starts empty
+            st.session_state["study-created"] = f"{created.name}: {created.items} items"
+            st.session_state["create-generation"] = generation + 1
+            st.rerun()
     st.subheader("Change a study")
     study = _study_picker(key="change-study")
     if study is not None:

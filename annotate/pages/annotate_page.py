@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from annotate import service
-from annotate.pages.context import app_engine, guard, require_user
+from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
 from annotate.readers.dstc import TRANSCRIPTION_STATUSES
 from annotate.service import StudySummary
 from annotate.views import coco_view, satisfaction_view, slu_view, turn_status
@@ -90,6 +90,7 @@ def item_panel(study: StudySummary, user_id: int) -> None:
             st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
         if st.button("Back to new items", key="leave-review"):
             _finish(study, item.id)
+    scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
     st.session_state.setdefault(f"shown-{item.id}", time.time())
     answers = service.my_answers(engine, user, item.id)
     comment_key = f"comment-{item.id}"

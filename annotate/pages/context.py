@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import streamlit as st
 
@@ -127,6 +128,21 @@ def sync_cookie() -> None:
         return
     # Our own fixed script; nothing from users goes into it (the token is URL-safe random).
     st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)
+
+
+def scroll_to_top(token: str) -> None:
+    r"""Scroll the page's main area to its top once per ``token``.
+
+    The main area (``stMain``: the element that scrolls in Streamlit's layout, not the window)
+    keeps its scroll position across reruns.  A fixed script of ours resets it; the token (an
+    item id, a created study) is part of the script, so it runs again only when the token
+    changes and not on every rerun.  Only our own ASCII tokens go in (``re`` keeps [\w -])."""
+    safe = re.sub(r"[^\w -]", "", token)
+    st.html(
+        f"<script>/* {safe} */ for (const main of document.querySelectorAll('[data-testid=\"stMain\"]'))"
+        " { main.scrollTop = 0; }</script>",
+        unsafe_allow_javascript=True,
+    )
 
 
 def show_refusal(headline: str, detail: str) -> None:
