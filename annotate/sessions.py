@@ -58,7 +58,7 @@ def throttle_delay(failures: int, free: int, first: float, cap: float) -> float:
     """
     if failures < free:
         return 0.0
-    return min(cap, first * 2 ** min(failures - free, 30))
+    return float(min(cap, first * 2 ** min(failures - free, 30)))
 
 
 def _wait(session, condition, free: int, delay: tuple[float, float], now: datetime) -> float:

@@ -381,3 +381,23 @@ def test_page_scripts_are_ours_alone():
                     uses.append(f"{path.relative_to(REPO)}:{function.name}")
     assert sorted(uses) == ["annotate/pages/context.py:scroll_to_top", "annotate/pages/context.py:sync_cookie"], uses
     assert "HttpOnly" in (REPO / "README.md").read_text()
+
+
+def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    engine = get_engine(app_db)
+    study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
+    with read_session(engine) as session:
+        held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
+    app.button(key="skip").click().run()
+    with read_session(engine) as session:
+        now_held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
+    assert now_held != held  # the next item differs
+    back = app.selectbox(key=f"back-{study.id}")
+    assert back.value == held and "(skipped)" in back.format_func(back.value)
+    app.button(key=f"open-{study.id}").click().run()
+    assert "You skipped this item earlier" in app.info[0].value
+    app.button(key="sat-0").click().run()
+    with read_session(engine) as session:
+        voted = session.execute(select(VoteEvent.item_id, VoteEvent.value)).all()
+    assert voted == [(held, "0")]
