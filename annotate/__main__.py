@@ -145,9 +145,9 @@ def run(args) -> int:
     from annotate.auth import add_annotator
     from annotate.db import get_engine, read_session, write_session
     from annotate.models import Annotator, Item, Study
-    from annotate.readers.errors import read_text
     from annotate.studies import create_study
     from annotate.votes import import_votes, rows_to_csv, vote_rows
+    from formats.errors import read_text
 
     engine = get_engine(args.db)
     if args.command == "serve":

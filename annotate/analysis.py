@@ -19,12 +19,12 @@ from annotate.db import read_session
 from annotate.models import Annotator, Item, Study, VoteEvent
 from annotate.service import require_admin
 from annotate.votes import vote_rows
+from formats.dialogue import Dialogue, Turn
+from formats.tidy import VoteTable, votes_from_rows
 from metrics.aggregate import majority_labels, unit_table
 from metrics.agreement import agreement_report
 from metrics.analysis import agreement_all, calibrate_study, correlate_study, majority_table
 from metrics.corpus import ScoreSettings
-from metrics.dialogue import Dialogue, Turn
-from metrics.tidy import VoteTable, votes_from_rows
 
 
 @dataclass(frozen=True)

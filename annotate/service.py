@@ -21,8 +21,8 @@ from annotate import assignment, votes
 from annotate.auth import add_annotator, set_password
 from annotate.db import read_session, write_session
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
-from annotate.readers.errors import ReaderError
 from annotate.studies import StudyError, create_study, question_spec
+from formats.errors import ReaderError
 
 MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
 LOOSE_FOLDER = "uploaded"  # the system name of loose FGA text files uploaded with no system name given

@@ -28,9 +28,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from annotate.models import DEFAULT_TIMEOUT_MINUTES, KINDS, Item, Study
-from annotate.readers import ReaderError, coco_eval, detect_format, dstc, expand_paths, read_file, trade_dials
-from annotate.readers.errors import csv_rows, read_text
-from metrics.dialogue import Dialogue
+from formats import ReaderError, coco_eval, detect_format, dstc, expand_paths, read_file, trade_dials
+from formats.dialogue import Dialogue
+from formats.errors import read_text
+from formats.gold import read_gold
 
 BINARY = ("1", "0")
 QUESTION_SPECS: dict[str, list[dict]] = {
@@ -277,15 +278,6 @@ def sample_units(drafts: list[ItemDraft], sample: int | None, seed: int) -> list
         raise StudyError(f"cannot sample {sample} units from {len(units)}")
     chosen = set(random.Random(seed).sample(units, sample))
     return [d for d in drafts if d.unit in chosen]
-
-
-def read_gold(path: str | os.PathLike, text: str | None = None) -> list[dict]:
-    """Attention-check answers: CSV with item, question, value (and optional condition)."""
-    text = read_text(path) if text is None else text
-    rows = [row for _, row in csv_rows(path, text, {"item", "question", "value"}, "a gold file has item, question, value")]
-    if not rows:
-        raise ReaderError(path, "line 2", "no gold answers in the file")
-    return rows
 
 
 def create_study(

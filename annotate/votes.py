@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holders, lock_item
 from annotate.auth import find_annotator
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
-from annotate.readers.errors import ReaderError, csv_rows
 from annotate.studies import StudyError, check_value, required_questions
+from formats.errors import ReaderError, csv_rows
 
 EXPORT_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
 
@@ -176,7 +176,7 @@ def import_votes(session: Session, study: Study, path, text: str) -> int:
     Unknown annotators are created without a login.  One transaction: the first bad row
     raises a ReaderError naming its line, and the caller rolls everything back.
     """
-    from exports.safety import unneutralise
+    from formats.safety import unneutralise
 
     rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
     items: dict[str, list[Item]] = {}

@@ -37,7 +37,7 @@ def main() -> None:
 
     import numpy as np
 
-    from annotate.readers import load_dialogues
+    from formats import load_dialogues
     from metrics.calibrate import FgaTerms, calibrate
     from metrics.correlation import Ratings
     from metrics.reference import fga_loop

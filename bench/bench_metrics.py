@@ -38,7 +38,7 @@ def main() -> None:
 
     import numpy as np
 
-    from annotate.readers import load_dialogues
+    from formats import load_dialogues
     from metrics.corpus import ScoreSettings, score_dialogues
     from metrics.reference import corpus_loop, fga_loop
     from metrics.scores import fga

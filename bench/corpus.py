@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotate.demo import fixtures_dir  # noqa: E402
-from annotate.readers import load_dialogues  # noqa: E402
-from metrics.dialogue import state_to_nested  # noqa: E402
+from formats import load_dialogues  # noqa: E402
+from formats.dialogue import state_to_nested  # noqa: E402
 
 
 def build(n_dialogues: int = 1000, seed: int = 0) -> dict:

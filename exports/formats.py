@@ -11,8 +11,9 @@ import zipfile
 from dataclasses import dataclass
 
 from annotate.analysis import AnalysisSettings, compute, dialogues_from_items, gold_answers
-from exports import dstc_labels, fga_text, report, tables
+from exports import dstc_labels, report, tables
 from exports.study_data import StudyData
+from formats import fga_text
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from annotate.assignment import progress
 from annotate.db import read_session
 from annotate.models import Item, Study
 from annotate.votes import vote_rows
-from metrics.tidy import VoteTable, votes_from_rows
+from formats.tidy import VoteTable, votes_from_rows
 
 
 @dataclass(frozen=True)

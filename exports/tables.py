@@ -1,5 +1,5 @@
 """Tidy tables: votes (CSV, JSON lines, Parquet), majority labels, agreement, correlation,
-calibration.  Every CSV goes through :func:`exports.safety.neutralise` (spreadsheet safety).
+calibration.  Every CSV goes through :func:`formats.safety.neutralise` (spreadsheet safety).
 
 Column contracts:
 
@@ -19,7 +19,7 @@ import io
 import json
 from collections.abc import Iterable, Sequence
 
-from exports.safety import neutralise_row
+from formats.safety import neutralise_row
 
 VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
 MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts")

@@ -105,7 +105,7 @@ def format_table(result: dict, *, max_fga_columns: int = 8) -> str:
 
 
 def run_score(args) -> int:
-    from annotate.readers import load_dialogues
+    from formats import load_dialogues
     from metrics.corpus import ScoreSettings, parse_lambdas, score_dialogues
 
     lambdas, labels = parse_lambdas(args.lambdas)
@@ -126,14 +126,14 @@ def _interval(pair) -> str:
 
 def _read_gold(path: str) -> dict:
     """Gold answers in the study gold-file format: {((item, condition), question): value}."""
-    from annotate.studies import read_gold
+    from formats.gold import read_gold
 
     return {((row["item"], row.get("condition", "") or ""), row["question"]): row["value"] for row in read_gold(path)}
 
 
 def run_agreement(args) -> int:
+    from formats.tidy import read_votes
     from metrics.analysis import agreement_all
-    from metrics.tidy import read_votes
 
     table = read_votes(args.votes)
     gold = _read_gold(args.gold) if args.gold else None
@@ -162,9 +162,9 @@ def run_agreement(args) -> int:
 
 
 def _load_for_rating(args):
-    from annotate.readers import load_dialogues
+    from formats import load_dialogues
+    from formats.tidy import read_votes
     from metrics.analysis import select_votes
-    from metrics.tidy import read_votes
 
     votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question, args.condition)
     return load_dialogues(args.paths, args.fmt), votes

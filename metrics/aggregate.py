@@ -7,7 +7,7 @@ Tie policy (``tie``): ``"none"`` (default) gives a tie no label and counts it;
 ``"fixed:<label>"`` gives every tie that label; ``"random"`` picks one of the tied labels
 with a generator seeded by ``seed`` (reproducible).
 
->>> from metrics.tidy import votes_from_rows
+>>> from formats.tidy import votes_from_rows
 >>> rows = [("a", "x", "q", "1"), ("a", "y", "q", "1"), ("a", "z", "q", "0"), ("b", "x", "q", "1"), ("b", "y", "q", "0")]
 >>> table = unit_table(votes_from_rows(rows).votes)
 >>> majority_labels(table).labels, majority_labels(table, "fixed:0").labels
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrics.tidy import Vote
+from formats.tidy import Vote
 
 BINARY = ("0", "1")
 

@@ -15,7 +15,7 @@ A coefficient that cannot be computed is ``None`` with a note saying why — nev
 
 Krippendorff's (2011) example, observers A–D on 12 units:
 
->>> from metrics.tidy import votes_from_rows
+>>> from formats.tidy import votes_from_rows
 >>> data = {"A": "1 2 3 3 2 1 4 1 2 . . .", "B": "1 2 3 3 2 2 4 1 2 5 . 3",
 ...         "C": ". 3 3 3 2 3 4 2 2 5 1 .", "D": "1 2 3 3 2 4 4 1 2 5 1 ."}
 >>> rows = [(str(u), a, "q", v) for a, line in data.items() for u, v in enumerate(line.split()) if v != "."]
@@ -31,8 +31,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from formats.tidy import Vote
 from metrics.aggregate import UnitTable, majority_from_counts, unit_table
-from metrics.tidy import Vote
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 # krippendorff builds a units × values² array; above this we switch or refuse (see alpha).

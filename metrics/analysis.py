@@ -1,7 +1,7 @@
 """Study-level analysis shared by ``python -m metrics`` and the app's analysis page.
 
-Inputs are plain: dialogues with predictions (``metrics.dialogue``) and votes
-(``metrics.tidy``).  Outputs are the CLIs' JSON contracts; every result carries a
+Inputs are plain: dialogues with predictions (``formats.dialogue``) and votes
+(``formats.tidy``).  Outputs are the CLIs' JSON contracts; every result carries a
 signature string that states the settings it depends on.
 """
 
@@ -11,14 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from formats.dialogue import Dialogue
+from formats.tidy import Vote, VoteTable
 from metrics.aggregate import aggregate_rows, majority_labels, unit_table
 from metrics.agreement import LEVELS, agreement_report
 from metrics.calibrate import FgaTerms, calibrate
 from metrics.corpus import ScoreSettings
 from metrics.correlation import correlation_report, human_ceiling, ratings_for
-from metrics.dialogue import Dialogue
 from metrics.scores import score_table
-from metrics.tidy import Vote, VoteTable
 from metrics.turnstats import extract
 
 

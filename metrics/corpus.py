@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formats.dialogue import MULTIWOZ_SLOT_COUNT, MULTIWOZ_SLOTS, Dialogue, bare_slot
 from metrics import __version__
-from metrics.dialogue import MULTIWOZ_SLOT_COUNT, MULTIWOZ_SLOTS, Dialogue, bare_slot
 from metrics.scores import RSA_AGGREGATIONS, score_table
 from metrics.turnstats import TurnStatistics, extract, project_domain
 

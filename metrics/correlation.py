@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formats.tidy import Vote
 from metrics.aggregate import majority_from_counts, unit_table
-from metrics.tidy import Vote
 
 RATING_MODES = ("mean", "majority", "pairs")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from metrics.dialogue import BeliefState
+from formats.dialogue import BeliefState
 from metrics.turnstats import dialogue_rows
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from metrics.dialogue import EMPTY_VALUES, BeliefState
+from formats.dialogue import EMPTY_VALUES, BeliefState
 
 
 def fga_loop(gold: list[BeliefState], pred: list[BeliefState], lam: float) -> list[float]:

@@ -3,7 +3,7 @@
 All functions are vectorised over turns; FGA is vectorised over λ too.  Corpus
 scores are over turns; per-dialogue scores are over each dialogue's turns.
 
->>> from metrics.dialogue import Dialogue, Turn
+>>> from formats.dialogue import Dialogue, Turn
 >>> from metrics.turnstats import extract
 >>> h = lambda **kw: frozenset(("hotel", k, v) for k, v in kw.items())
 >>> gold = [h(), h(name="a"), h(name="a", area="east"), h(name="a", area="east", day="mon")]

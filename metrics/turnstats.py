@@ -3,7 +3,7 @@
 Every metric, every λ and every bootstrap resample is computed from these arrays,
 so the set operations on belief states run exactly once per turn.
 
->>> from metrics.dialogue import Dialogue, Turn
+>>> from formats.dialogue import Dialogue, Turn
 >>> gold = [frozenset(), frozenset({("hotel", "name", "a")}), frozenset({("hotel", "name", "a"), ("hotel", "area", "east")})]
 >>> pred = [frozenset(), frozenset({("hotel", "name", "b")}), frozenset({("hotel", "name", "b"), ("hotel", "area", "east")})]
 >>> d = Dialogue("d1", [Turn(i, gold=g, pred=p) for i, (g, p) in enumerate(zip(gold, pred))])
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrics.dialogue import EMPTY_VALUES, BeliefState, Dialogue, normalise_state
+from formats.dialogue import EMPTY_VALUES, BeliefState, Dialogue, normalise_state
 
 COUNT_FIELDS = ("misses", "wrong", "tstar", "n_nonempty_gold", "n_hit", "tp", "fp", "fn")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metrics.dialogue import Dialogue, Turn
+from formats.dialogue import Dialogue, Turn
 
 
 def state(**domains: dict[str, str]) -> frozenset:

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from annotate.readers import load_dialogues
 from bench.corpus import write as write_corpus
+from formats import load_dialogues
+from formats.tidy import votes_from_rows
 from metrics import agreement
 from metrics.aggregate import majority_labels, unit_table
 from metrics.analysis import agreement_all
 from metrics.calibrate import FgaTerms, calibrate, parse_grid
 from metrics.correlation import Ratings, correlate_one, weighted_pearson, williams_test
-from metrics.tidy import votes_from_rows
 from metrics.turnstats import extract
 from tests.conftest import REPO
 

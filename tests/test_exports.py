@@ -25,12 +25,12 @@ from annotate.analysis import AnalysisSettings
 from annotate.auth import add_annotator
 from annotate.db import make_engine, upgrade, write_session
 from annotate.models import Item
-from annotate.readers import dstc, fga_text
 from annotate.studies import create_study
 from annotate.votes import cast_votes
 from exports.formats import FORMATS, write
 from exports.study_data import load_study
-from metrics.tidy import read_votes
+from formats import dstc, fga_text
+from formats.tidy import read_votes
 from tests.conftest import REPO
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -410,7 +410,7 @@ def test_a_carriage_return_in_a_cell_survives_the_round_trip(tmp_path):
             {"item": "d2", "condition": "", "annotator": "a", "question": "satisfied", "value": "0", "comment": ""}]  # fmt: skip
     table = read_votes_from_bytes(votes_csv(rows), tmp_path)
     assert [(v.item, v.value) for v in table.votes] == [("d1", "1"), ("d2", "0")]
-    from annotate.readers.errors import csv_rows
+    from formats.errors import csv_rows
 
     (_, first), _ = list(csv_rows("votes.csv", votes_csv(rows).decode(), {"comment"}, ""))
     assert first["comment"] == "'\r=cmd\nnext"

@@ -22,10 +22,10 @@ from annotate import service
 from annotate.auth import add_annotator
 from annotate.db import make_engine, read_session, upgrade, write_session
 from annotate.models import Item, Study, VoteEvent
-from annotate.readers import ReaderError, load_dialogues
 from annotate.studies import create_study
 from annotate.votes import import_votes
-from metrics.tidy import read_votes
+from formats import ReaderError, load_dialogues
+from formats.tidy import read_votes
 from tests.conftest import FIXTURES
 from tests.store_helpers import zip_bytes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from annotate.readers import read_file
+from formats import read_file
 from metrics.corpus import ScoreSettings, score_dialogues
 from metrics.scores import lambda_from_forgetting, score_table, turn_values
 from metrics.turnstats import extract

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from annotate.readers import ReaderError, load_dialogues, read_file
-from annotate.readers.trade_dials import attach_utterances
+from formats import ReaderError, load_dialogues, read_file
+from formats.trade_dials import attach_utterances
 
 
 def test_fga_text_fixtures(fixtures):

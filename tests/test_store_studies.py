@@ -7,8 +7,8 @@ from sqlalchemy import func, select
 
 from annotate.db import read_session, write_session
 from annotate.models import Item, Study
-from annotate.readers import ReaderError
 from annotate.studies import StudyError, create_study
+from formats import ReaderError
 
 
 def count(engine, model) -> int:

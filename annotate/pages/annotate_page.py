@@ -12,9 +12,9 @@ import streamlit as st
 
 from annotate import service
 from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
-from annotate.readers.dstc import TRANSCRIPTION_STATUSES
 from annotate.service import StudySummary
 from annotate.views import coco_view, satisfaction_view, slu_view, turn_status
+from formats.dstc import TRANSCRIPTION_STATUSES
 
 KIND_LABELS = {"satisfaction": "dialogue satisfaction", "coco": "user-turn judgements", "slu": "SLU labels"}
 YES_NO = {"1": "yes", "0": "no"}

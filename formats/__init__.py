@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from annotate.readers import coco_eval, dstc, fga_json, fga_text, trade_dials, trade_predictions
-from annotate.readers.errors import ReaderError, parse_json, read_text
-from metrics.dialogue import Dialogue
+from formats import coco_eval, dstc, fga_json, fga_text, trade_dials, trade_predictions
+from formats.dialogue import Dialogue
+from formats.errors import ReaderError, parse_json, read_text
 
 # JSON formats in the order they are tried; each module has sniff(document) and read(path, document=...).
 JSON_READERS = {module.FORMAT: module for module in (fga_json, trade_predictions, trade_dials)}

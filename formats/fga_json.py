@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from annotate.readers.errors import parse_json, read_text
-from annotate.readers.json_turns import read_keyed_turns
-from metrics.dialogue import Dialogue, state_from_nested
+from formats.dialogue import Dialogue, state_from_nested
+from formats.errors import parse_json, read_text
+from formats.json_turns import read_keyed_turns
 
 FORMAT = "fga-json"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from annotate.readers.errors import parse_json, read_text
-from annotate.readers.fga_json import _first_turn_has
-from annotate.readers.json_turns import read_keyed_turns
-from metrics.dialogue import BeliefState, Dialogue, split_dash_triplet, state_from_triplets
+from formats.dialogue import BeliefState, Dialogue, split_dash_triplet, state_from_triplets
+from formats.errors import parse_json, read_text
+from formats.fga_json import _first_turn_has
+from formats.json_turns import read_keyed_turns
 
 FORMAT = "trade-pred"
 

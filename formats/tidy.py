@@ -21,12 +21,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from annotate.readers.errors import ReaderError, csv_rows, read_text
+from formats.errors import ReaderError, csv_rows, read_text
 
 
 def _unneutralise(value: str) -> str:
     """Undo the apostrophe our CSV exports put before a leading = + - @ (spreadsheet safety)."""
-    from exports.safety import unneutralise
+    from formats.safety import unneutralise
 
     return unneutralise(value)
 

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotate.readers.errors import ReaderError, expect, parse_json, read_text
+from formats.errors import ReaderError, expect, parse_json, read_text
 
 FORMAT = "dstc-log"
 LOG_NAMES = ("log.json", "dstc.log.json")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from annotate.readers.errors import ReaderError, expect
-from metrics.dialogue import BeliefState, Dialogue, Turn
+from formats.dialogue import BeliefState, Dialogue, Turn
+from formats.errors import ReaderError, expect
 
 TurnParser = Callable[[dict, str], tuple[BeliefState, BeliefState]]
 

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from annotate.readers.errors import ReaderError, expect, parse_json, read_text
+from formats.errors import ReaderError, expect, parse_json, read_text
 
 FORMAT = "coco-eval"
 SUMMARY_KEYS = ("avg new joint acc", "avg ori joint acc", "success rate")

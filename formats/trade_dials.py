@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from annotate.readers.errors import ReaderError, expect, parse_json, read_text
-from metrics.dialogue import BeliefState, Dialogue, Turn, state_from_triplets
+from formats.dialogue import BeliefState, Dialogue, Turn, state_from_triplets
+from formats.errors import ReaderError, expect, parse_json, read_text
 
 FORMAT = "trade-dials"
 
