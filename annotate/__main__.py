@@ -29,6 +29,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
 
 
@@ -53,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     create = study.add_parser("create", help="create a study from data files (one transaction)")
     create.add_argument("name")
     create.add_argument("paths", nargs="+", metavar="PATH")
-    create.add_argument("--kind", required=True, choices=("satisfaction", "coco", "slu"))
+    create.add_argument("--kind", required=True, choices=list(KINDS))
     create.add_argument("--overlap", type=int, default=3, help="annotators per item (k)")
     create.add_argument("--condition", help="system name (satisfaction) or CoCo variant name (coco)")
     create.add_argument("--guideline", type=Path, help="guideline text shown to annotators on demand")

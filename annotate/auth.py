@@ -19,6 +19,17 @@ class AuthError(ValueError):
     """A login, role or permission problem; the message is safe to show."""
 
 
+class PermissionDenied(PermissionError):
+    """The acting user may not do this."""
+
+
+def require_admin(user: Annotator | None) -> Annotator:
+    """Every admin action starts here, on the server."""
+    if user is None or user.role != "admin":
+        raise PermissionDenied("this needs an admin login")
+    return user
+
+
 def hash_password(password: str) -> str:
     data = password.encode("utf-8")
     if len(password) < 8:

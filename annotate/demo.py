@@ -15,14 +15,6 @@ from sqlalchemy import Engine, func, select
 REPO = Path(__file__).resolve().parent.parent
 DEMO_ACCOUNTS = (("admin", "demo-admin-pw", "admin"), ("ann1", "demo-ann1-pw", "annotator"),
                  ("ann2", "demo-ann2-pw", "annotator"), ("ann3", "demo-ann3-pw", "annotator"))  # fmt: skip
-COCO_GUIDELINE = (
-    "Judge each user turn on its own. Human-like: fluent and consistent with the dialogue so far. "
-    "Correct: it expresses exactly the turn-level belief state shown, nothing more, nothing less."
-)
-SLU_GUIDELINE = (
-    "Mark each recognised dialog act correct only if it captures the complete meaning of what the user said "
-    "(DSTC handbook, Appendix E). Fix the transcription if it is wrong."
-)
 DEMO_STUDIES = ("Demo: dialogue satisfaction", "Demo: CoCo turns", "Demo: DSTC2 SLU labels")
 
 
@@ -35,6 +27,7 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     """Create the demo on an empty database; True if it was created now."""
     from annotate.auth import add_annotator
     from annotate.db import write_session
+    from annotate.kinds import KINDS
     from annotate.models import Annotator, Study
     from annotate.studies import create_study
 
@@ -54,8 +47,8 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
         create_study(
             session, DEMO_STUDIES[0], "satisfaction", [fixtures / "fga_human_eval"], condition="som-dst", guideline=guideline
         )
-        create_study(session, DEMO_STUDIES[1], "coco", [fixtures / "coco"], condition="coco", guideline=COCO_GUIDELINE)
-        create_study(session, DEMO_STUDIES[2], "slu", [fixtures / "dstc2"], guideline=SLU_GUIDELINE)
+        create_study(session, DEMO_STUDIES[1], "coco", [fixtures / "coco"], condition="coco", guideline=KINDS["coco"].guideline)
+        create_study(session, DEMO_STUDIES[2], "slu", [fixtures / "dstc2"], guideline=KINDS["slu"].guideline)
     if announce:
         print("DST Judge demo created.", flush=True)
         print_accounts()

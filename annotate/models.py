@@ -18,9 +18,7 @@ from datetime import datetime, timezone
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-KINDS = ("satisfaction", "coco", "slu")
 ROLES = ("annotator", "admin")
-ASSIGNMENT_STATES = ("active", "done", "skipped", "reclaimed")
 # Minutes an item stays held for an annotator who neither judges nor skips it (a study's own
 # ``timeout_minutes`` setting overrides it); the one place this default is written.
 DEFAULT_TIMEOUT_MINUTES = 30

@@ -18,24 +18,15 @@ from pathlib import Path, PurePosixPath
 from sqlalchemy import Engine, func, select
 
 from annotate import assignment, votes
-from annotate.auth import add_annotator, set_password
+from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
 from annotate.db import read_session, write_session
-from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
+from annotate.models import Annotator, Assignment, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from formats.errors import ReaderError
+from metrics.analysis import AnalysisSettings
 
 MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
 LOOSE_FOLDER = "uploaded"  # the system name of loose FGA text files uploaded with no system name given
-
-
-class PermissionDenied(PermissionError):
-    """The acting user may not do this."""
-
-
-def require_admin(user: Annotator | None) -> Annotator:
-    if user is None or user.role != "admin":
-        raise PermissionDenied("this needs an admin login")
-    return user
 
 
 @dataclass(frozen=True)
@@ -55,11 +46,6 @@ def list_studies(engine: Engine) -> list[StudySummary]:
             StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline)
             for s in session.scalars(select(Study).order_by(Study.id))
         ]
-
-
-def study_questions(engine: Engine, study_id: int) -> list[dict]:
-    with read_session(engine) as session:
-        return list(session.get(Study, study_id).questions)
 
 
 # --- annotators ---------------------------------------------------------------------------
@@ -272,21 +258,13 @@ def export(
 ) -> tuple[bytes, str]:
     """One export format of a study as a download: (bytes, file name); several files come zipped."""
     require_admin(user)
-    from annotate.analysis import AnalysisSettings, study_analysis
+    from annotate.study_data import load_study, study_analysis
     from exports.formats import as_download, write
-    from exports.study_data import load_study
 
     settings = settings or AnalysisSettings()
-    with read_session(engine) as session:
-        name = session.get(Study, study_id).name
-    data = load_study(engine, name, history=history)
+    data = load_study(engine, study_id, history=history)
     shared = lambda chosen: study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
     return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))
-
-
-def count_events(engine: Engine) -> int:
-    with read_session(engine) as session:
-        return int(session.scalar(select(func.count()).select_from(VoteEvent)) or 0)
 
 
 __all__ = ["PermissionDenied", "question_spec", "require_admin"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from exports.study_data import ItemRecord, StudyData
+from exports.study import ItemRecord, StudyData
 
 
 def _most_common(answers: list[str]) -> str | None:
@@ -44,9 +44,9 @@ def _label(values: list[str]) -> bool | None:
 
 
 def session_labels(data: StudyData) -> dict[str, dict]:
-    """Label documents per session id, turns in order."""
-    if data.kind != "slu":
-        raise ValueError(f"study {data.name!r} is a {data.kind} study; DSTC labels come from slu studies")
+    """Label documents per session id, turns in order.  Items' payloads are DSTC turn records
+    (``session_id``, ``turn_index``, ``acts`` with ``name``/``act``/``slots``/``auto``, ``transcription``,
+    ``transcription_status``, ``audio_file``), as the slu kind builds them."""
     votes: dict[tuple[str, str], list[dict]] = {}
     for vote in data.votes:  # oldest first
         votes.setdefault((vote["item"], vote["question"]), []).append(vote)

@@ -32,9 +32,6 @@ class Act:
     def name(self) -> str:
         return f"{self.act}({','.join(f'{s}={v}' for s, v in self.slots)})"
 
-    def slots_dict(self) -> dict[str, str]:
-        return dict(self.slots)
-
 
 @dataclass
 class DstcTurn:
@@ -62,7 +59,6 @@ class DstcSession:
     session_id: str
     source: str
     turns: list[DstcTurn] = field(default_factory=list)
-    has_labels: bool = False
 
 
 def sniff(document) -> bool:
@@ -158,7 +154,6 @@ def read_session(folder: str | os.PathLike) -> DstcSession:
             semantics = label.get("semantics", {})
             if isinstance(semantics, dict) and "json" in semantics:
                 turn.semantics = _acts(semantics["json"], label_path, f"turns[{turn.index}] semantics")
-        session.has_labels = True
     return session
 
 

@@ -7,7 +7,8 @@ signature string that states the settings it depends on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -135,3 +136,115 @@ def calibrate_study(
     result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed)
     signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, fit="grid+brent")
     return {"signature": signature, **result}
+
+
+# --- a study's analysis: the settings, and the pieces the task kinds compose ---------------------
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Every analysis option and its default, in one place: the CLIs (``python -m metrics``,
+    ``python -m exports``), the app's Analysis page, the exports and the report read them here."""
+
+    level: str = "nominal"  # Krippendorff's α level
+    tie: str = "none"  # majority tie policy: none, random, fixed:<label>
+    rating: str = "mean"  # human rating per dialogue: mean, majority, pairs
+    lambdas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)  # FGA λ values in the correlation table
+    grid: tuple[float, float, int] = (0.0, 10.0, 1001)  # λ grid for calibration: linspace(START, STOP, NUM)
+    resamples: int = 1000  # bootstrap resamples
+    folds: int = 5  # cross-validation folds for λ*
+    seed: int = 0
+
+    @property
+    def lambdas_text(self) -> str:
+        return ",".join(f"{v:g}" for v in self.lambdas)
+
+    @property
+    def grid_text(self) -> str:
+        return f"{self.grid[0]:g}:{self.grid[1]:g}:{self.grid[2]}"
+
+
+DEFAULTS = AnalysisSettings()
+Progress = Callable[[float, str], None]
+
+
+def _silent(fraction: float, text: str) -> None:
+    return None
+
+
+def votes_summary(votes: VoteTable, settings: AnalysisSettings, *, gold: dict | None = None, skip=("transcription",)) -> dict:
+    """What every study gets: vote count, questions, agreement (with gold accuracy) and majority labels."""
+    result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
+    if not votes.votes:
+        return result
+    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold)
+    result["majority"] = {
+        q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
+    }
+    return result
+
+
+def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", resamples: int = 0) -> list[dict]:
+    """CoCo paper Table 3 layout: per condition, % human-like and % correct by majority vote,
+    over the items that have a majority, with ties counted and agreement (Krippendorff's α, Fleiss' κ)."""
+    rows = []
+    conditions = list(dict.fromkeys(v.condition for v in votes.votes))
+    for condition in conditions:
+        row: dict = {"condition": condition}
+        for question in ("human_like", "correct"):
+            chosen = [v for v in votes.for_question(question) if v.condition == condition]
+            if not chosen:
+                row.update({f"{question}_pct": None, f"{question}_n": 0, f"{question}_ties": 0, f"{question}_alpha": None})
+                continue
+            table = unit_table(chosen)
+            majority = majority_labels(table, tie)
+            decided = [label for label in majority.labels if label is not None]
+            report = agreement_report(chosen, level=level, resamples=resamples)
+            row[f"{question}_pct"] = 100 * sum(v == "1" for v in decided) / len(decided) if decided else None
+            row[f"{question}_n"] = len(decided)
+            row[f"{question}_ties"] = majority.n_ties
+            row[f"{question}_alpha"] = report["krippendorff_alpha"]
+            row[f"{question}_kappa"] = report["fleiss_kappa"]
+        rows.append(row)
+    return rows
+
+
+def metrics_summary(
+    dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, *, question: str = "satisfied",
+    condition: str | None = None, progress: Progress | None = None,
+) -> dict:  # fmt: skip
+    """Correlation of every metric with the ratings and λ calibration, for one system (condition):
+    ``condition``, ``conditions``, and ``correlation`` + ``calibration`` or a ``correlation_note``."""
+    report = progress or _silent
+    if not dialogues:
+        return {}
+    if condition is not None and condition not in dialogues:
+        raise ValueError(f"no condition {condition!r} (conditions: {', '.join(dialogues)})")
+    chosen = condition if condition is not None else next(iter(dialogues))
+    rated = [v for v in votes.for_question(question) if v.condition == chosen]
+    result: dict = {"condition": chosen, "conditions": list(dialogues)}
+    if len({v.item for v in rated}) < 3:
+        result["correlation_note"] = "correlation needs votes on at least 3 dialogues of this system"
+        return result
+    try:
+        report(0.4, "correlation")
+        scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
+        result["correlation"] = correlate_study(
+            dialogues[chosen], rated, scoring, rating=settings.rating, tie=settings.tie, resamples=settings.resamples,
+            seed=settings.seed,
+        )  # fmt: skip
+        report(0.7, "λ calibration")
+        grid = np.linspace(*settings.grid)
+        grid_scoring = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid))
+        result["calibration"] = calibrate_study(
+            dialogues[chosen], rated, grid_scoring, grid, rating=settings.rating, tie=settings.tie,
+            resamples=settings.resamples, folds=settings.folds, seed=settings.seed,
+        )  # fmt: skip
+    except ValueError as why:
+        result["correlation_note"] = str(why)
+    return result
+
+
+def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
+    """Attention-check answers of items (``key``, ``condition``, ``gold``): {((key, condition), question): value}."""
+    return {((i.key, i.condition or ""), q): v for i in items if i.gold for q, v in i.gold.items()}

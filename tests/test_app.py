@@ -261,8 +261,8 @@ def test_annotator_cannot_reach_analysis(app_db):
     app = login("ann1", "demo-ann1-pw")
     probe = analysis_as(app.session_state["token"])
     assert probe.error[0].value == "This page needs an admin login." and not probe.dataframe
-    from annotate.analysis import study_votes
     from annotate.sessions import session_user
+    from annotate.study_data import study_votes
 
     with pytest.raises(service.PermissionDenied):
         study_votes(get_engine(app_db), session_user(get_engine(app_db), app.session_state["token"]), 1)

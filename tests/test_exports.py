@@ -21,16 +21,16 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from annotate.analysis import AnalysisSettings
 from annotate.auth import add_annotator
 from annotate.db import make_engine, upgrade, write_session
 from annotate.models import Item
 from annotate.studies import create_study
+from annotate.study_data import load_study
 from annotate.votes import cast_votes
 from exports.formats import FORMATS, write
-from exports.study_data import load_study
 from formats import dstc, fga_text
 from formats.tidy import read_votes
+from metrics.analysis import AnalysisSettings
 from tests.conftest import REPO
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -375,8 +375,8 @@ def test_html_report_in_chromium(store, tmp_path):
 
 def test_gold_items_give_each_annotator_an_accuracy(store, tmp_path):
     """Attention checks: a study built with a gold file reports each annotator's accuracy on those items."""
-    from annotate.analysis import analyse
     from annotate.sessions import log_in
+    from annotate.study_data import analyse
 
     engine, fixtures = store
     gold = tmp_path / "gold.csv"

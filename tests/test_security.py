@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import func, select, update
 
 from annotate import servers, service
-from annotate.analysis import study_votes
 from annotate.auth import add_annotator
 from annotate.db import read_session, write_session
 from annotate.models import Annotator, Item, LoginSession, VoteEvent, utcnow
 from annotate.sessions import MAX_FAILURES, LoginRefused, log_in, log_out, session_user
+from annotate.study_data import study_votes
 from tests.conftest import FIXTURES, REPO
 from tests.store_helpers import make_study
 

@@ -31,7 +31,7 @@ def test_analysis_page_twice_with_the_same_settings(app_db):
 
 
 def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_db, monkeypatch):
-    import annotate.analysis as analysis_module
+    import annotate.study_data as analysis_module
 
     engine = get_engine(app_db)
     start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import service
+from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
 from annotate.pages.context import app_engine, guard, require_admin_page, scroll_to_top
 
@@ -39,16 +40,12 @@ def studies_page() -> None:
             [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap} for s in summaries], hide_index=True
         )
     st.subheader("Create a study")
-    st.caption(
-        "Satisfaction: FGA text files, FGA result JSON or TRADE predictions (+ a TRADE dialogue file for utterances). "
-        "CoCo: the run_eval.py JSON + its TRADE dialogue file. SLU: DSTC call folders as a .zip. "
-        "An import is all or nothing."
-    )
+    st.caption(" ".join(f"{name}: {kind.inputs}." for name, kind in KINDS.items()) + " An import is all or nothing.")
     # A new form (and so an empty uploader) after every successful create: the generation is in the keys.
     generation = st.session_state.get("create-generation", 0)
     with st.form(f"create-study-{generation}", clear_on_submit=False):
         name = st.text_input("Name")
-        kind = st.selectbox("Kind", ("satisfaction", "coco", "slu"))
+        kind = st.selectbox("Kind", list(KINDS), format_func=lambda k: f"{k} ({KINDS[k].label})")
         files = st.file_uploader(
             "Data files (.json, .txt, or .zip of folders)", accept_multiple_files=True, key=f"create-files-{generation}"
         )
@@ -155,7 +152,7 @@ def export_section(study, user) -> None:
     from exports.formats import FORMATS
 
     st.subheader("Export")
-    formats = [f for f in FORMATS.values() if study.kind in f.kinds]
+    formats = [f for f in FORMATS.values() if study.kind in f.kinds]  # the generic ones and the kind's own
     left, middle = st.columns([2, 1])
     chosen = left.selectbox("Format", formats, format_func=lambda f: f"{f.name} — {f.description}", key="export-format")
     history = middle.checkbox("Every vote event", key="export-history", disabled=not chosen.name.startswith("votes-"))

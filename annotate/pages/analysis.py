@@ -1,7 +1,7 @@
 """Admin page: a study's analysis — progress, majority labels, agreement, correlation, λ calibration.
 
-Numbers come from ``annotate.analysis`` (the same functions as the ``python -m metrics``
-commands); this page only lays them out.  Tables go through ``st.dataframe``, which shows
+Numbers come from ``annotate.study_data`` (the task kind's analysis, built from the same functions
+as the ``python -m metrics`` commands); this page only lays them out.  Tables go through ``st.dataframe``, which shows
 cell text as text.
 """
 
@@ -11,10 +11,12 @@ import pandas as pd
 import streamlit as st
 
 from annotate import service
-from annotate.analysis import AnalysisSettings, study_analysis
+from annotate.kinds import KINDS
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
+from annotate.study_data import study_analysis, study_conditions
 from exports.charts import metric_rating_chart, r_lambda_chart
+from metrics.analysis import DEFAULTS, AnalysisSettings
 
 COEFFICIENTS = (
     ("percent_agreement", "% agreement"),
@@ -35,16 +37,18 @@ def _ci(pair) -> str:
 def _settings_form() -> AnalysisSettings:
     with st.expander("Settings", expanded=False):
         left, middle, right = st.columns(3)
-        level = left.selectbox("Agreement level", ("nominal", "ordinal", "interval", "ratio"), key="an-level")
-        tie = middle.selectbox("Majority ties", ("none", "random", "fixed:0", "fixed:1"), key="an-tie")
-        rating = right.selectbox("Human rating per dialogue", ("mean", "majority", "pairs"), key="an-rating")
-        resamples = left.number_input("Bootstrap resamples", 0, 5000, 1000, step=100, key="an-boot")
-        folds = middle.number_input("Cross-validation folds", 0, 20, 5, key="an-folds")
-        seed = right.number_input("Seed", 0, 2**31 - 1, 0, key="an-seed")
-        grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, 10.0, key="an-grid-stop")
-        grid_num = middle.number_input("λ grid: points", 3, 5001, 501, key="an-grid-num")
+        levels, ties, ratings = ("nominal", "ordinal", "interval", "ratio"), ("none", "random", "fixed:0", "fixed:1"), (
+            "mean", "majority", "pairs")  # fmt: skip
+        level = left.selectbox("Agreement level", levels, index=levels.index(DEFAULTS.level), key="an-level")
+        tie = middle.selectbox("Majority ties", ties, index=ties.index(DEFAULTS.tie), key="an-tie")
+        rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(DEFAULTS.rating), key="an-rating")
+        resamples = left.number_input("Bootstrap resamples", 0, 5000, DEFAULTS.resamples, step=100, key="an-boot")
+        folds = middle.number_input("Cross-validation folds", 0, 20, DEFAULTS.folds, key="an-folds")
+        seed = right.number_input("Seed", 0, 2**31 - 1, DEFAULTS.seed, key="an-seed")
+        grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, DEFAULTS.grid[1], key="an-grid-stop")
+        grid_num = middle.number_input("λ grid: points", 3, 5001, DEFAULTS.grid[2], key="an-grid-num")
     return AnalysisSettings(level, tie, rating, resamples=int(resamples), folds=int(folds), seed=int(seed),
-                            grid=(0.0, float(grid_stop), int(grid_num)))  # fmt: skip
+                            grid=(DEFAULTS.grid[0], float(grid_stop), int(grid_num)))  # fmt: skip
 
 
 def render() -> None:
@@ -61,10 +65,8 @@ def render() -> None:
     middle.metric("Items complete", f"{progress_report['items_complete']} / {progress_report['items']}")
     right.metric("Vote events", progress_report["vote_events"])
     condition = None
-    if study.kind == "satisfaction":
-        from annotate.analysis import study_dialogues
-
-        systems = list(guard(lambda: study_dialogues(engine, user, study.id)))
+    if KINDS[study.kind].dialogues is not None:  # metrics are analysed one system (condition) at a time
+        systems = guard(lambda: study_conditions(engine, user, study.id)) or []
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
     # study_analysis keeps one result per study state and settings (shared with the exports and the
     # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
@@ -81,7 +83,7 @@ def render() -> None:
     if "coco" in result:
         _coco_section(result["coco"])
     _majority_section(result["majority"])
-    if study.kind == "satisfaction":
+    if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
 
 
