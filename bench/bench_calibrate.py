@@ -1,6 +1,6 @@
 """Benchmark: λ calibration, vectorised, beside recomputing FGA with a per-turn loop.
 
-    python bench/bench_calibrate.py [--dialogues 1000] [--lambdas 1000] [--resamples 1000]
+    python -m bench.bench_calibrate [--dialogues 1000] [--lambdas 1000] [--resamples 1000]
 
 The engine fits r(λ) on the whole grid for the point estimate and for every bootstrap
 resample, refines each fit with Brent's method, and runs 5-fold cross-validation.  The
@@ -15,13 +15,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from bench.corpus import write  # noqa: E402
 

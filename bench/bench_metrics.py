@@ -1,6 +1,6 @@
 """Benchmark: the metrics engine beside a per-turn Python loop, on a MultiWOZ-test-sized corpus.
 
-    python bench/bench_metrics.py [--dialogues 1000] [--repeat 3]
+    python -m bench.bench_metrics [--dialogues 1000] [--repeat 3]
 
 Prints in-process and whole-process wall times (best of --repeat) and their ratios.
 """
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from bench.corpus import write  # noqa: E402
 
@@ -73,7 +72,7 @@ def main() -> None:
 
     print("\nwhole process (python start-up, reading, scoring, printing)")
     engine = [sys.executable, "-m", "metrics", "score", str(corpus_path), "--json", "--lambdas"]
-    loop = [sys.executable, str(ROOT / "bench" / "loop_score.py"), str(corpus_path), "--lambdas"]
+    loop = [sys.executable, "-m", "bench.loop_score", str(corpus_path), "--lambdas"]
     for label, spec in (("4 λ", "0.25,0.5,0.75,1"), ("1,000-λ grid", "0:5:1000")):
         t_e = best_of(args.repeat, lambda spec=spec: subprocess.run([*engine, spec], cwd=ROOT, check=True, capture_output=True))
         repeat = args.repeat if label == "4 λ" else 1

@@ -1,6 +1,6 @@
 """Benchmark: server-side time from a judgement to the next item rendered, 1,000-item study.
 
-    python bench/bench_next_item.py [--judgements 100] [--items 1000]
+    python -m bench.bench_next_item [--judgements 100] [--items 1000]
 
 Drives the real app with Streamlit's AppTest (the whole script run, as the server does
 it on a click) and, side by side, the same judgement without rendering (service calls
@@ -13,13 +13,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def percentile(values: list[float], q: float) -> float:

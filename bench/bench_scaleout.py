@@ -1,6 +1,6 @@
 """Benchmark: many annotators on two Streamlit servers behind nginx, one PostgreSQL database.
 
-    python bench/bench_scaleout.py [--store 100] [--browsers 4] [--seconds 60] [--kill-after 30]
+    python -m bench.bench_scaleout [--store 100] [--browsers 4] [--seconds 60] [--kill-after 30]
 
 Store annotators vote through the service layer the pages call (think time 50-250 ms);
 browser annotators vote with the keyboard in Chromium through nginx, half pinned to each
@@ -15,14 +15,12 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")
 
 
@@ -48,7 +46,7 @@ def main() -> None:
     from annotate.studies import create_study
     from bench.corpus import write as write_corpus
     from tests.databases import create_pg_database, drop_pg_database
-    from tests.scaleout import Cluster, Ledger, browser_annotator, store_annotator
+    from tests.scaleout_harness import Cluster, Ledger, browser_annotator, store_annotator
 
     work = Path(tempfile.mkdtemp(prefix="dst-bench-scaleout-"))
     url = create_pg_database()

@@ -1,6 +1,6 @@
 """Benchmark: vote writes with 50 concurrent annotators, SQLite beside PostgreSQL.
 
-    python bench/bench_votes.py [--writers 50] [--votes 40] [--items 1000] [--pg URL]
+    python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL]
 
 Each writer is a thread with its own annotator: one transaction = next_item + cast_vote
 (a judgement), and every third judgement also changes an earlier vote (a second
@@ -15,7 +15,6 @@ import json
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -23,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import func, select  # noqa: E402
 
@@ -112,7 +110,6 @@ def main() -> None:
     )
     results = {"sqlite": run_backend(f"sqlite:///{work / 'bench.sqlite'}", corpus, args.writers, args.votes)}
     try:
-        sys.path.insert(0, str(ROOT / "tests"))
         import os
 
         from tests.databases import create_pg_database, drop_pg_database

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from annotate.demo import fixtures_dir  # noqa: E402
 from formats import load_dialogues  # noqa: E402

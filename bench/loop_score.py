@@ -1,6 +1,6 @@
 """Baseline: a straightforward per-turn loop in the style of the authors' scripts.
 
-    python bench/loop_score.py CORPUS.json --lambdas START:STOP:NUM | L1,L2,...
+    python -m bench.loop_score CORPUS.json --lambdas START:STOP:NUM | L1,L2,...
 
 Reads FGA result JSON with the json module, and for every λ walks every turn again.
 """
@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from metrics.reference import corpus_loop  # noqa: E402
 

@@ -11,5 +11,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+python3 -m pip install -q --disable-pip-version-check --no-deps -e .  # the package itself (dependencies: the line above)
 python3 -m ruff check .
 python3 -m pytest "$@"

@@ -47,3 +47,17 @@ def app_db(tmp_path, monkeypatch, fixtures):
     yield url
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+LAYER_FOLDERS = ("unit", "store", "app", "browser", "scaleout")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test folder is a marker (tests/unit -> unit, ...); doctests in the packages are unit tests.
+    A test that drives Chromium from another folder says so with its own ``browser`` mark."""
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(REPO).parts
+        folder = parts[1] if parts[0] == "tests" and len(parts) > 2 else "unit"
+        if folder in LAYER_FOLDERS and not any(item.get_closest_marker(name) for name in LAYER_FOLDERS):
+            item.add_marker(getattr(pytest.mark, folder))

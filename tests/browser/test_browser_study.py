@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, free_port, screenshot, wait_for_health, wait_idle
+from tests.browser.test_browser import eventually, log_in, press
+from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, free_port, screenshot, wait_for_health, wait_idle
 from tests.conftest import REPO
-from tests.test_browser import eventually, log_in, press
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 VIEWPORT = {"width": 1400, "height": 900}

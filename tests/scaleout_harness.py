@@ -1,6 +1,6 @@
 """Two Streamlit servers on one PostgreSQL database behind nginx, and a bounded load run.
 
-Used by tests/test_scaleout.py (CI size) and bench/bench_scaleout.py (bigger).
+Used by tests/scaleout/test_scaleout.py (CI size) and bench/bench_scaleout.py (bigger).
 
 nginx (Debian's package) listens on loopback only.  Stickiness without nginx Plus: a
 ``dst_judge_route`` cookie names the server (``a`` / ``b``); nginx sets it on every
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.browser import StreamlitServer, free_port, wait_for_health
+from tests.browser_harness import StreamlitServer, free_port, wait_for_health
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
@@ -173,7 +173,7 @@ def browser_annotator(url: str, route: str, name: str, password: str, ledger: Le
     """An annotator in a real Chromium, pinned to a server by its route cookie, voting with the keyboard."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM, CHROMIUM_ARGS, wait_idle
+    from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, wait_idle
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -33,7 +33,7 @@ from formats.tidy import read_votes
 from metrics.analysis import AnalysisSettings
 from tests.conftest import REPO
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 SETTINGS = AnalysisSettings(resamples=200, grid=(0.0, 5.0, 51), folds=3)
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -341,10 +341,11 @@ def test_cli_errors_write_nothing(store, tmp_path):
 # --- the HTML report in a real browser -----------------------------------------------------------
 
 
+@pytest.mark.browser
 def test_html_report_in_chromium(store, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from tests.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
+    from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS
 
     engine, fixtures = store
     with write_session(engine) as session:

@@ -21,9 +21,9 @@ from annotate.db import make_engine, read_session, upgrade, write_session
 from annotate.models import Annotator, Assignment, Item, VoteEvent
 from annotate.studies import create_study
 from bench.corpus import write as write_corpus
-from tests.browser import CHROMIUM, SCREENSHOTS
+from tests.browser_harness import CHROMIUM, SCREENSHOTS
 from tests.databases import create_pg_database, drop_pg_database, pg_available
-from tests.scaleout import NGINX, Cluster, Ledger, browser_annotator, store_annotator
+from tests.scaleout_harness import NGINX, Cluster, Ledger, browser_annotator, store_annotator
 
 BROWSERS = (("web-a1", "a"), ("web-a2", "a"), ("web-b1", "b"), ("web-b2", "b"))
 STORE_ANNOTATORS = 50

@@ -16,7 +16,7 @@ from annotate.demo import ensure_demo
 from annotate.models import VoteEvent
 from annotate.sessions import COOKIE_NAME
 from annotate.studies import create_study
-from tests.browser import CHROMIUM, CHROMIUM_ARGS, StreamlitServer, screenshot, wait_idle
+from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, StreamlitServer, screenshot, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 

@@ -1,0 +1,57 @@
+"""The repository as a newcomer meets it, and what the code may and may not do."""
+
+from __future__ import annotations
+
+
+def test_one_timeout_constant():
+    import inspect
+
+    from annotate import __main__ as cli
+    from annotate import assignment, studies
+    from annotate.models import DEFAULT_TIMEOUT_MINUTES
+    from annotate.pages import admin
+
+    assert studies.create_study.__kwdefaults__["timeout_minutes"] == DEFAULT_TIMEOUT_MINUTES
+    assert cli.build_parser().parse_args(["study", "create", "x", "p", "--kind", "slu"]).timeout == DEFAULT_TIMEOUT_MINUTES
+    for module in (assignment, admin, cli, studies):
+        assert "30" not in inspect.getsource(module).replace("300", ""), module.__name__
+
+
+def test_requirements_are_split_and_the_tree_agrees_with_gitignore():
+    import subprocess
+
+    from tests.conftest import REPO
+
+    runtime = (REPO / "requirements.txt").read_text().lower()
+    for tool in ("pytest", "playwright", "hypothesis", "ruff", "jsonschema"):
+        assert tool not in runtime, tool
+    dev = (REPO / "requirements-dev.txt").read_text().lower()
+    assert "-r requirements.txt" in dev and all(tool in dev for tool in ("pytest", "playwright", "hypothesis", "ruff"))
+    assert "requirements-dev.txt" in (REPO / "scripts" / "test.sh").read_text()
+    ignored = subprocess.run(["git", "ls-files", "-ci", "--exclude-standard"], cwd=REPO, capture_output=True, text=True).stdout
+    assert ignored == ""  # nothing tracked that .gitignore says to ignore
+    readme = (REPO / "README.md").read_text()
+    assert "Python 3.10" in readme and "127.0.0.1" in readme
+
+
+def test_page_scripts_are_ours_alone():
+    """The login token is readable by page scripts (README: threat model), so the only scripts are
+    our own fixed ones: every unsafe_allow_* use is listed here, by the function that makes it."""
+    import ast
+
+    from tests.conftest import REPO
+
+    uses = []
+    for path in [REPO / "app.py", *REPO.glob("annotate/**/*.py")]:
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for call in ast.walk(function):
+                if isinstance(call, ast.Call) and any(
+                    (k.arg or "").startswith("unsafe_allow") and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in call.keywords
+                ):
+                    uses.append(f"{path.relative_to(REPO)}:{function.name}")
+    assert sorted(uses) == ["annotate/pages/context.py:scroll_to_top", "annotate/pages/context.py:sync_cookie"], uses
+    assert "HttpOnly" in (REPO / "README.md").read_text()
