@@ -1,0 +1,105 @@
+"""The layers, bottom to top: formats -> metrics -> exports -> annotate -> app.py (README, Architecture).
+
+Walks every import (ast, module level and inside functions) of our packages and fails on an
+import that runs up the layers, a circle between packages, metrics reaching the store, the app or
+Streamlit, Streamlit outside app.py and the pages, and any sys.path edit.  Entry points
+(``app.py`` and the ``__main__.py`` of a package) stand above the layers and may reach up.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+LAYERS = ("formats", "metrics", "exports", "annotate")
+OURS = (*LAYERS, "app", "tests", "bench")
+
+
+def _files():
+    for package in LAYERS:
+        yield from sorted((REPO / package).rglob("*.py"))
+    yield REPO / "app.py"
+
+
+def _imports(path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _package(path) -> str:
+    return path.relative_to(REPO).parts[0].removesuffix(".py")
+
+
+def _entry_point(path) -> bool:
+    return path.name == "__main__.py" or path == REPO / "app.py"
+
+
+def test_imports_point_down_the_layers():
+    wrong = []
+    for path in _files():
+        if _entry_point(path):
+            continue
+        own = _package(path)
+        allowed = LAYERS[: LAYERS.index(own) + 1]
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in OURS and top not in allowed:
+                wrong.append(f"{path.relative_to(REPO)} imports {name}")
+    assert wrong == []
+
+
+def test_no_circle_between_packages():
+    edges: dict[str, set[str]] = {p: set() for p in (*LAYERS, "app")}
+    for path in _files():
+        if path.name == "__main__.py":
+            continue  # an entry point is imported by nobody
+        own = _package(path)
+        edges[own] |= {n.split(".")[0] for n in _imports(path) if n.split(".")[0] in edges and n.split(".")[0] != own}
+
+    def reaches(start, goal, seen=()):
+        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, (*seen, nxt))) for nxt in edges[start])
+
+    assert [p for p in edges if reaches(p, p)] == []
+
+
+def test_metrics_and_formats_stay_pure():
+    forbidden = ("annotate", "exports", "app", "streamlit", "sqlalchemy", "alembic", "psycopg")
+    wrong = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in _files()
+        if _package(path) in ("formats", "metrics") and not _entry_point(path)
+        for name in _imports(path)
+        if name.split(".")[0] in forbidden
+    ]
+    assert wrong == []
+    # and at run time: importing the statistics loads nothing of the store, the app or Streamlit
+    probe = ("import sys, metrics.agreement, metrics.analysis, metrics.calibrate, metrics.correlation, formats;"
+             "print(sorted({m.split('.')[0] for m in sys.modules} & {'annotate', 'exports', 'streamlit', 'sqlalchemy'}))")
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+
+
+def test_streamlit_only_in_the_app_and_its_pages():
+    wrong = [
+        str(path.relative_to(REPO))
+        for path in _files()
+        if any(name.split(".")[0] == "streamlit" for name in _imports(path))
+        and path != REPO / "app.py" and "pages" not in path.relative_to(REPO).parts
+    ]
+    assert wrong == []
+
+
+def test_no_sys_path_edits():
+    """The package is installed (pip install -e .); nothing edits the import path, bench and tests included."""
+    edit = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*=")
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    assert [name for name in tracked if edit.search((REPO / name).read_text(encoding="utf-8"))] == []
