@@ -14,6 +14,7 @@ import html
 import re
 
 from metrics import __version__
+from metrics.present import Table, analysis_tables
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
@@ -27,22 +28,10 @@ def md_escape(text) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
 
 
-def _fmt(value, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _ci(pair) -> str:
-    return "—" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
-
-
-def sections(data, analysis: dict, settings) -> list[tuple[str, list[str], list[list[str]], list[str]]]:
-    """(heading, table header, table rows, paragraphs) per section; plain strings, unescaped."""
+def sections(data, analysis: dict, settings) -> list[Table]:
+    """The report's tables: its settings and the study's progress, then the analysis tables that the
+    Analysis page and the CLI show too (``metrics.present``); plain strings, unescaped."""
     progress = data.progress_report
-    out = []
     settings_rows = [
         ["study", data.name], ["kind", data.kind], ["overlap (k)", str(data.overlap)],
         ["agreement level", settings.level], ["majority ties", settings.tie], ["human rating", settings.rating],
@@ -51,62 +40,17 @@ def sections(data, analysis: dict, settings) -> list[tuple[str, list[str], list[
         ["bootstrap resamples", str(settings.resamples)], ["cross-validation folds", str(settings.folds)],
         ["seed", str(settings.seed)], ["DST Judge", __version__],
     ]  # fmt: skip
-    named = ("agreement", "correlation", "calibration")
-    signatures = [f"{name}: {analysis[name]['signature']}" for name in named if name in analysis]
-    out.append(("Settings", ["setting", "value"], settings_rows, signatures))
-    out.append(("Progress", ["", ""], [
+    progress_rows = [
         ["items", str(progress["items"])], ["items complete", str(progress["items_complete"])],
         ["judgements", f"{progress['judgements_done']} / {progress['judgements_needed']}"],
         ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
         ["vote events", str(progress["vote_events"])],
-    ], []))  # fmt: skip
-    if "agreement" not in analysis:
-        out.append(("Results", [], [], ["No votes yet."]))
-        return out
-    header = ["question", "items", "annotators", "% agreement", "Krippendorff's α", "α 95% CI", "Fleiss' κ", "Gwet's AC1"]
-    rows, notes = [], []
-    for question, report in analysis["agreement"]["questions"].items():
-        rows.append([question, str(report["n_items"]), str(report["n_annotators"]), _fmt(report["percent_agreement"]),
-                     _fmt(report["krippendorff_alpha"]), _ci(report["ci"]["krippendorff_alpha"]),
-                     _fmt(report["fleiss_kappa"]), _fmt(report["gwet_ac1"])])  # fmt: skip
-        notes += [f"{question}: {note}" for note in report["notes"]]
-    out.append(("Agreement", header, rows, notes))
-    if "coco" in analysis:
-        coco_rows = [[r["condition"], _fmt(r["human_like_pct"], 1), _fmt(r["correct_pct"], 1),
-                      f"{r['human_like_n']} / {r['correct_n']}", f"{r['human_like_ties']} / {r['correct_ties']}",
-                      _fmt(r["human_like_alpha"]), _fmt(r["correct_alpha"])] for r in analysis["coco"]]  # fmt: skip
-        out.append(("Results (CoCo Table 3 layout)",
-                    ["condition", "human-like %", "correct %", "items", "ties", "α human-like", "α correct"], coco_rows,
-                    ["By majority vote over the items with a majority; ties are counted, not labelled."]))  # fmt: skip
-    majority_rows = []
-    for question, table in analysis["majority"].items():
-        labels: dict[str, int] = {}
-        for row in table["rows"]:
-            label = "no majority" if row["majority"] is None else row["majority"]
-            labels[label] = labels.get(label, 0) + 1
-        majority_rows.append([question, ", ".join(f"{k}: {v}" for k, v in sorted(labels.items())), str(table["n_ties"])])
-    out.append(("Majority labels", ["question", "items per majority label", "ties"], majority_rows,
-                [f"Tie policy: {settings.tie}."]))  # fmt: skip
-    if "correlation" in analysis:
-        c = analysis["correlation"]
-        rows = [[r["metric"], _fmt(r["pearson"]), _ci(r["pearson_ci"]), "—" if r["p_value"] is None else f"{r['p_value']:.2g}",
-                 _ci(r["bootstrap_ci"]), _fmt(r["spearman"]), _fmt(r["kendall"])] for r in c["metrics"]]  # fmt: skip
-        paragraphs = [f"System (condition): {analysis.get('condition', '')}; {c['n_dialogues']} dialogues, "
-                      f"{c['n_ratings']} ratings ({c['rating']}).",
-                      f"Human ceiling (each annotator vs the mean of the others): {_fmt(c['human_ceiling']['mean_pearson'])}.",
-                      *c["notes"]]  # fmt: skip
-        out.append(("Metrics against human ratings", ["metric", "Pearson r", "95% CI (Fisher z)", "p", "bootstrap 95% CI",
-                                                      "Spearman", "Kendall"], rows, paragraphs))  # fmt: skip
-    elif "correlation_note" in analysis:
-        out.append(("Metrics against human ratings", [], [], [analysis["correlation_note"]]))
-    if "calibration" in analysis:
-        k = analysis["calibration"]
-        rows = [["best λ", _fmt(k["best_lambda"]), _ci(k["ci_lambda"])], ["r at best λ", _fmt(k["r_best"]), _ci(k["ci_r"])],
-                ["r at λ = 0 (JGA)", _fmt(k["r_jga"]), ""], ["r at λ = ∞ (turn match)", _fmt(k["r_turn"]), ""],
-                ["cross-validated r", _fmt(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
-                ["bootstrap refits at a grid bound", _fmt(k["at_bound"]), ""]]  # fmt: skip
-        out.append(("λ calibration for FGA", ["", "value", "95% CI"], rows, list(k["notes"])))
-    return out
+    ]  # fmt: skip
+    return [
+        Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
+        Table("Progress", ("", ""), progress_rows),
+        *analysis_tables(analysis, settings.tie),
+    ]
 
 
 def _plot_png(analysis: dict) -> bytes | None:
@@ -130,7 +74,8 @@ def to_html(data, analysis: dict, settings) -> bytes:
         "th{background:#eee}p.note{color:#555;font-size:.9em;overflow-wrap:anywhere}</style></head><body>",
         f"<h1>DST Judge report: {e(data.name)}</h1>",
     ]
-    for heading, header, rows, paragraphs in sections(data, analysis, settings):
+    for table in sections(data, analysis, settings):
+        heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
         parts.append(f"<h2>{e(heading)}</h2>")
         if rows:
             parts.append("<table>")
@@ -150,7 +95,8 @@ def to_html(data, analysis: dict, settings) -> bytes:
 
 def to_markdown(data, analysis: dict, settings) -> bytes:
     lines = [f"# DST Judge report: {md_escape(data.name)}", ""]
-    for heading, header, rows, paragraphs in sections(data, analysis, settings):
+    for table in sections(data, analysis, settings):
+        heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
         lines += [f"## {md_escape(heading)}", ""]
         if rows:
             lines.append("| " + " | ".join(md_escape(h) for h in header) + " |")

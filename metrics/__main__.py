@@ -116,14 +116,6 @@ def run_score(args) -> int:
     return 0
 
 
-def _number(value, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _interval(pair) -> str:
-    return "-" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
-
-
 def _read_gold(path: str) -> dict:
     """Gold answers in the study gold-file format: {((item, condition), question): value}."""
     from formats.gold import read_gold
@@ -141,23 +133,10 @@ def run_agreement(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    for question, report in result["questions"].items():
-        print(f"question {question}: {report['n_items']} items, {report['n_annotators']} annotators, "
-              f"{report['n_votes']} votes, level {report['level']}")  # fmt: skip
-        for key, label in (("percent_agreement", "percent agreement"), ("krippendorff_alpha", "Krippendorff's alpha"),
-                           ("fleiss_kappa", "Fleiss' kappa"), ("gwet_ac1", "Gwet's AC1")):  # fmt: skip
-            print(f"  {label:<22} {_number(report[key]):>7}  95% CI {_interval(report['ci'][key])}")
-        for pair in report["cohen_kappa_pairwise"]:
-            print(f"  Cohen's kappa {pair['a']} vs {pair['b']}: {_number(pair['kappa'])} (n={pair['n']})")
-        for row in report["annotators"]:
-            gold_text = f", gold accuracy {_number(row['gold_accuracy'])} (n={row['n_gold']})" if row["n_gold"] else ""
-            print(f"  {row['annotator']}: agrees with the others' majority {_number(row['agree_with_others'])} "
-                  f"(n={row['n_compared']}){gold_text}")  # fmt: skip
-        for note in report["notes"]:
-            print(f"  note: {note}")
-    for note in result["notes"]:
-        print(f"note: {note}")
-    print(f"signature: {result['signature']}")
+    from metrics import present
+
+    tables = (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result))
+    print("\n\n".join(table.to_text() for table in tables))
     return 0
 
 
@@ -183,17 +162,9 @@ def run_correlate(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"{result['n_dialogues']} dialogues, {result['n_ratings']} ratings ({result['rating']})")
-    print(f"{'metric':<10} {'pearson':>8} {'95% CI (Fisher z)':>18} {'p':>8} {'bootstrap CI':>18} {'spearman':>8} {'kendall':>8}")
-    for row in result["metrics"]:
-        p_value = "-" if row["p_value"] is None else f"{row['p_value']:.2g}"
-        print(f"{row['metric']:<10} {_number(row['pearson']):>8} {_interval(row['pearson_ci']):>18} {p_value:>8} "
-              f"{_interval(row['bootstrap_ci']):>18} {_number(row['spearman']):>8} {_number(row['kendall']):>8}")  # fmt: skip
-    ceiling = result["human_ceiling"]
-    print(f"human ceiling (each annotator vs the others' mean): {_number(ceiling['mean_pearson'])}")
-    for note in result["notes"]:
-        print(f"note: {note}")
-    print(f"signature: {result['signature']}")
+    from metrics import present
+
+    print(present.correlation_table(result).to_text())
     return 0
 
 
@@ -216,16 +187,9 @@ def run_calibrate(args) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"{result['n_dialogues']} dialogues, {result['n_ratings']} ratings ({result['rating']})")
-    print(f"best λ      {result['best_lambda']:.4f}   95% CI {_interval(result['ci_lambda'])}")
-    print(f"r at best λ {result['r_best']:.4f}   95% CI {_interval(result['ci_r'])}")
-    print(f"r at λ=0 (JGA) {_number(result['r_jga'], 4)}   r at λ=∞ (turn match) {_number(result['r_turn'], 4)}")
-    print(f"cross-validated r ({len(result['cv_folds'])} folds) {_number(result['cv_r'], 4)}")
-    if result["at_bound"] is not None:
-        print(f"bootstrap refits with λ* at a grid bound: {100 * result['at_bound']:.1f}%")
-    for note in result["notes"]:
-        print(f"note: {note}")
-    print(f"signature: {result['signature']}")
+    from metrics import present
+
+    print(present.calibration_table(result).to_text())
     return 0
 
 

@@ -16,22 +16,8 @@ from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from annotate.study_data import study_analysis, study_conditions
 from exports.charts import metric_rating_chart, r_lambda_chart
+from metrics import present
 from metrics.analysis import DEFAULTS, AnalysisSettings
-
-COEFFICIENTS = (
-    ("percent_agreement", "% agreement"),
-    ("krippendorff_alpha", "Krippendorff's α"),
-    ("fleiss_kappa", "Fleiss' κ"),
-    ("gwet_ac1", "Gwet's AC1"),
-)
-
-
-def _fmt(value, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _ci(pair) -> str:
-    return "—" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
 
 
 def _settings_form() -> AnalysisSettings:
@@ -81,94 +67,60 @@ def render() -> None:
         return
     _agreement_section(result["agreement"])
     if "coco" in result:
-        _coco_section(result["coco"])
-    _majority_section(result["majority"])
+        show_table(present.coco_table(result["coco"]))
+    _majority_section(result["majority"], settings.tie)
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
 
 
+def show_table(table: present.Table, *, subheader: bool = True) -> None:
+    """A table of ``metrics.present`` (the report and the CLI show the same), notes as plain text."""
+    if subheader:
+        st.subheader(table.title)
+    if table.rows:
+        st.dataframe(pd.DataFrame(table.rows, columns=list(table.columns)), hide_index=True)
+    for note in table.notes:
+        st.text(note)
+
+
 def _agreement_section(agreement: dict) -> None:
-    st.subheader("Agreement")
-    rows = []
-    for question, report in agreement["questions"].items():
-        row = {"question": question, "items": report["n_items"], "annotators": report["n_annotators"]}
-        for key, label in COEFFICIENTS:
-            row[label] = _fmt(report[key])
-            row[f"{label} 95% CI"] = _ci(report["ci"][key])
-        rows.append(row)
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    with st.expander("Per annotator, pairwise Cohen's κ, notes"):
-        for question, report in agreement["questions"].items():
-            st.caption(question)
-            st.dataframe(pd.DataFrame(report["annotators"]), hide_index=True)
-            if report["cohen_kappa_pairwise"]:
-                st.dataframe(pd.DataFrame(report["cohen_kappa_pairwise"]), hide_index=True)
-            for note in report["notes"]:
-                st.text(f"note: {note}")
-        st.text(f"signature: {agreement['signature']}")
+    agreement_table = present.agreement_table(agreement)
+    st.subheader(agreement_table.title)
+    st.dataframe(pd.DataFrame(agreement_table.rows, columns=list(agreement_table.columns)), hide_index=True)
+    with st.expander("Per annotator, pairwise Cohen's kappa, notes"):
+        show_table(present.annotator_table(agreement), subheader=False)
+        show_table(present.cohen_table(agreement), subheader=False)
+        for note in agreement_table.notes:
+            st.text(note)
 
 
-def _coco_section(rows: list[dict]) -> None:
-    st.subheader("CoCo summary (the CoCo paper's Table 3 layout)")
-    table = [
-        {
-            "condition": r["condition"],
-            "human-like %": _fmt(r["human_like_pct"], 1),
-            "correct %": _fmt(r["correct_pct"], 1),
-            "items (human-like / correct)": f"{r['human_like_n']} / {r['correct_n']}",
-            "ties": f"{r['human_like_ties']} / {r['correct_ties']}",
-            "α human-like": _fmt(r["human_like_alpha"]),
-            "α correct": _fmt(r["correct_alpha"]),
-        }
-        for r in rows
-    ]
-    st.dataframe(pd.DataFrame(table), hide_index=True)
-    st.caption("By majority vote over the items with a majority; ties are counted, not labelled.")
-
-
-def _majority_section(majority: dict) -> None:
-    st.subheader("Majority labels")
-    question = st.selectbox("Question", list(majority), key="analysis-majority-question")
-    chosen = majority[question]
-    st.caption(f"Tie policy {chosen['tie_policy']}: {chosen['n_ties']} tied item(s).")
-    st.dataframe(pd.DataFrame(chosen["rows"]), hide_index=True)
+def _majority_section(majority: dict, tie: str) -> None:
+    show_table(present.majority_summary(majority, tie))
+    question = st.selectbox("Items of a question", list(majority), key="analysis-majority-question")
+    st.dataframe(pd.DataFrame(majority[question]["rows"]), hide_index=True)
 
 
 def _correlation_section(result: dict) -> None:
-    st.subheader("Metrics against human ratings")
     if "correlation" not in result:
+        st.subheader("Metrics against human ratings")
         st.info(result.get("correlation_note", "No correlation yet."))
         return
     correlation = result["correlation"]
-    st.caption(f"{correlation['n_dialogues']} dialogues, {correlation['n_ratings']} ratings ({correlation['rating']})")
-    rows = [
-        {"metric": r["metric"], "Pearson r": _fmt(r["pearson"]), "95% CI (Fisher z)": _ci(r["pearson_ci"]),
-         "p": "—" if r["p_value"] is None else f"{r['p_value']:.2g}", "bootstrap CI": _ci(r["bootstrap_ci"]),
-         "Spearman": _fmt(r["spearman"]), "Kendall": _fmt(r["kendall"])}
-        for r in correlation["metrics"]
-    ]  # fmt: skip
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    ceiling = correlation["human_ceiling"]
-    st.text(f"Human ceiling (each annotator vs the mean of the others): {_fmt(ceiling['mean_pearson'])}")
+    show_table(present.correlation_table(correlation, result.get("condition")))
     with st.expander("Williams' test between metrics"):
         st.dataframe(pd.DataFrame(correlation["williams"]), hide_index=True)
     metric = st.selectbox(
         "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
     )
     st.altair_chart(metric_rating_chart(correlation, metric))
-    for note in correlation["notes"]:
-        st.text(f"note: {note}")
-    st.text(f"signature: {correlation['signature']}")
     calibration = result.get("calibration")
     if calibration:
-        st.subheader("λ calibration for FGA")
+        table = present.calibration_table(calibration)
+        st.subheader(table.title)
         left, middle, right = st.columns(3)
-        left.metric("best λ", f"{calibration['best_lambda']:.3f}", help=f"95% CI {_ci(calibration['ci_lambda'])}")
-        middle.metric("r at best λ", f"{calibration['r_best']:.3f}", help=f"95% CI {_ci(calibration['ci_r'])}")
-        right.metric("cross-validated r", _fmt(calibration["cv_r"]))
-        st.text(f"best λ 95% CI {_ci(calibration['ci_lambda'])}; r at λ=0 (JGA) {_fmt(calibration['r_jga'])}; "
-                f"r at λ=∞ (turn match) {_fmt(calibration['r_turn'])}")  # fmt: skip
+        number, interval = present.number, present.interval
+        left.metric("best λ", number(calibration["best_lambda"]), help=f"95% CI {interval(calibration['ci_lambda'])}")
+        middle.metric("r at best λ", number(calibration["r_best"]), help=f"95% CI {interval(calibration['ci_r'])}")
+        right.metric("cross-validated r", present.number(calibration["cv_r"]))
         st.altair_chart(r_lambda_chart(calibration))
-        for note in calibration["notes"]:
-            st.text(f"note: {note}")
-        st.text(f"signature: {calibration['signature']}")
+        show_table(table, subheader=False)

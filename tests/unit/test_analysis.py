@@ -340,3 +340,20 @@ def test_cli_errors_are_one_line(ratings_csv, corpus, tmp_path):
     assert result.returncode == 2 and "not all the same" in result.stderr
     result = run("calibrate", "--ratings", str(ratings_csv), "--grid", "5:1:3", str(corpus))
     assert result.returncode == 2 and "grid" in result.stderr
+
+
+def test_one_presentation_for_the_cli_the_report_and_the_page(ratings_csv, corpus):
+    """The CLI's text is the metrics.present tables of its own JSON, which the report and the page lay out too."""
+    from metrics import present
+
+    for command, table in (("agreement", present.agreement_table), ("correlate", present.correlation_table),
+                           ("calibrate", present.calibration_table)):  # fmt: skip
+        args = [command, str(ratings_csv), "--bootstrap", "20"] if command == "agreement" else [
+            command, "--ratings", str(ratings_csv), "--bootstrap", "20", "--lambdas", "0.5", "--grid", "0:5:11", str(corpus)]
+        if command == "correlate":
+            args.remove("--grid"), args.remove("0:5:11")
+        if command == "calibrate":
+            args.remove("--lambdas"), args.remove("0.5")
+        as_json, as_text = json.loads(run(*args, "--json").stdout), run(*args).stdout
+        expected = table(as_json).to_text()
+        assert expected in as_text and expected.splitlines()[0] in ("Agreement", "Metrics against human ratings", "λ calibration for FGA")
