@@ -29,6 +29,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from annotate.db import read_session, write_session
 from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
 
@@ -121,7 +122,7 @@ def _write(text: str, out: Path | None) -> None:
         print(f"wrote {out}", file=sys.stderr)
 
 
-def serve(engine, args) -> int:
+def serve(engine, args) -> None:
     """Make the database and, on an empty one, the demo; say who can log in; then become
     ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
     from annotate.demo import demo_accounts_active, ensure_demo, print_accounts, setup_hint
@@ -138,99 +139,138 @@ def serve(engine, args) -> int:
     os.environ["DST_JUDGE_DB"] = url
     sys.stdout.flush()
     os.execv(sys.executable, command)
-    return 0  # not reached
+
+
+def init(engine, args) -> None:
+    print(f"database ready: {engine.url.render_as_string(hide_password=True)}")
+
+
+def annotator_add(engine, args) -> None:
+    from annotate.auth import add_annotator
+
+    password = _password()
+    with write_session(engine) as session:
+        annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
+    print(f"added {annotator.role} {annotator.name}")
+
+
+def annotator_password(engine, args) -> None:
+    from annotate.auth import set_password
+
+    password = _password()
+    with write_session(engine) as session:
+        set_password(session, args.name, password)
+    print(f"new password for {args.name}; their sessions ended and failed logins cleared")
+
+
+def annotator_list(engine, args) -> None:
+    from annotate.models import Annotator
+
+    with read_session(engine) as session:
+        for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
+            print(f"{annotator.name}\t{annotator.role}\t{'login' if annotator.password_hash else 'no login'}")
+
+
+def study_create(engine, args) -> None:
+    from annotate.studies import create_study
+    from formats.errors import read_text
+
+    guideline = read_text(args.guideline) if args.guideline else ""
+    with write_session(engine) as session:
+        study = create_study(
+            session, args.name, args.kind, args.paths, overlap=args.overlap, condition=args.condition, guideline=guideline,
+            sample=args.sample, seed=args.seed, gold_path=args.gold, timeout_minutes=args.timeout,
+        )  # fmt: skip
+        n_items = len(study.items)
+    print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
+
+
+def study_list(engine, args) -> None:
+    from annotate.models import Study
+
+    with read_session(engine) as session:
+        for study in session.scalars(select(Study).order_by(Study.id)):
+            print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
+
+
+def study_reopen(engine, args) -> None:
+    from annotate.assignment import reopen_items
+
+    if bool(args.item) == bool(args.all):
+        raise ValueError("give an item key or --all")
+    with write_session(engine) as session:
+        count = reopen_items(session, _study(session, args.name), None if args.all else args.item, args.condition, args.extra)
+    print(f"re-opened {count} item{'s' if count != 1 else ''} of {args.name!r} for {args.extra} more judgement(s) each")
+
+
+def study_items(engine, args) -> None:
+    from annotate.models import Item
+
+    with read_session(engine) as session:
+        study = _study(session, args.name)
+        items = session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position))
+        listing = [{"key": i.key, "condition": i.condition, "questions": list(i.questions)} for i in items]
+    print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
+
+
+def status(engine, args) -> None:
+    from annotate.assignment import progress
+
+    with read_session(engine) as session:
+        report = progress(session, _study(session, args.name).id)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(
+        f"{report['study']} ({report['kind']}, overlap {report['overlap']}): {report['items']} items, "
+        f"{report['judgements_done']}/{report['judgements_needed']} judgements ({100 * report['fraction_done']:.1f}%)"
+    )
+    for name, counts in report["annotators"].items():
+        print(f"  {name}: {counts['done']} done, {counts['active']} in progress")
+
+
+def votes_import(engine, args) -> None:
+    from annotate.votes import import_votes
+    from formats.errors import read_text
+
+    text = read_text(args.file)
+    with write_session(engine) as session:
+        count = import_votes(session, _study(session, args.name), str(args.file), text)
+    print(f"imported {count} votes into {args.name!r}")
+
+
+def votes_export(engine, args) -> None:
+    from annotate.votes import rows_to_csv, vote_rows
+
+    with read_session(engine) as session:
+        rows = vote_rows(session, _study(session, args.name).id, history=args.history)
+    if args.format == "csv":
+        _write(rows_to_csv(rows), args.out)
+    else:
+        _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
+
+
+# (command, action) -> what runs it; every command that writes is one transaction.
+COMMANDS = {
+    ("serve", None): serve,
+    ("init", None): init,
+    ("annotator", "add"): annotator_add,
+    ("annotator", "password"): annotator_password,
+    ("annotator", "list"): annotator_list,
+    ("study", "create"): study_create,
+    ("study", "list"): study_list,
+    ("study", "reopen"): study_reopen,
+    ("study", "items"): study_items,
+    ("status", None): status,
+    ("votes", "import"): votes_import,
+    ("votes", "export"): votes_export,
+}
 
 
 def run(args) -> int:
-    from annotate.assignment import progress
-    from annotate.auth import add_annotator
-    from annotate.db import get_engine, read_session, write_session
-    from annotate.models import Annotator, Item, Study
-    from annotate.studies import create_study
-    from annotate.votes import import_votes, rows_to_csv, vote_rows
-    from formats.errors import read_text
+    from annotate.db import get_engine
 
-    engine = get_engine(args.db)
-    if args.command == "serve":
-        return serve(engine, args)
-    if args.command == "init":
-        print(f"database ready: {engine.url.render_as_string(hide_password=True)}")
-    elif args.command == "annotator" and args.action == "add":
-        password = _password()
-        with write_session(engine) as session:
-            annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
-        print(f"added {annotator.role} {annotator.name}")
-    elif args.command == "annotator" and args.action == "password":
-        from annotate.auth import set_password
-
-        password = _password()
-        with write_session(engine) as session:
-            set_password(session, args.name, password)
-        print(f"new password for {args.name}; their sessions ended and failed logins cleared")
-    elif args.command == "annotator":
-        with read_session(engine) as session:
-            for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
-                print(f"{annotator.name}\t{annotator.role}\t{'login' if annotator.password_hash else 'no login'}")
-    elif args.command == "study" and args.action == "create":
-        guideline = read_text(args.guideline) if args.guideline else ""
-        with write_session(engine) as session:
-            study = create_study(
-                session,
-                args.name,
-                args.kind,
-                args.paths,
-                overlap=args.overlap,
-                condition=args.condition,
-                guideline=guideline,
-                sample=args.sample,
-                seed=args.seed,
-                gold_path=args.gold,
-                timeout_minutes=args.timeout,
-            )
-            n_items = len(study.items)
-        print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
-    elif args.command == "study" and args.action == "list":
-        with read_session(engine) as session:
-            for study in session.scalars(select(Study).order_by(Study.id)):
-                print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
-    elif args.command == "study" and args.action == "reopen":
-        from annotate.assignment import reopen_items
-
-        if bool(args.item) == bool(args.all):
-            raise ValueError("give an item key or --all")
-        with write_session(engine) as session:
-            count = reopen_items(session, _study(session, args.name), None if args.all else args.item, args.condition, args.extra)
-        print(f"re-opened {count} item{'s' if count != 1 else ''} of {args.name!r} for {args.extra} more judgement(s) each")
-    elif args.command == "study" and args.action == "items":
-        with read_session(engine) as session:
-            study = _study(session, args.name)
-            items = session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position))
-            listing = [{"key": i.key, "condition": i.condition, "questions": list(i.questions)} for i in items]
-        print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
-    elif args.command == "status":
-        with read_session(engine) as session:
-            report = progress(session, _study(session, args.name).id)
-        if args.json:
-            print(json.dumps(report, indent=1))
-        else:
-            print(
-                f"{report['study']} ({report['kind']}, overlap {report['overlap']}): {report['items']} items, "
-                f"{report['judgements_done']}/{report['judgements_needed']} judgements ({100 * report['fraction_done']:.1f}%)"
-            )
-            for name, counts in report["annotators"].items():
-                print(f"  {name}: {counts['done']} done, {counts['active']} in progress")
-    elif args.command == "votes" and args.action == "import":
-        text = read_text(args.file)
-        with write_session(engine) as session:
-            count = import_votes(session, _study(session, args.name), str(args.file), text)
-        print(f"imported {count} votes into {args.name!r}")
-    elif args.command == "votes" and args.action == "export":
-        with read_session(engine) as session:
-            rows = vote_rows(session, _study(session, args.name).id, history=args.history)
-        if args.format == "csv":
-            _write(rows_to_csv(rows), args.out)
-        else:
-            _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
+    COMMANDS[(args.command, getattr(args, "action", None))](get_engine(args.db), args)
     return 0
 
 

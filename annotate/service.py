@@ -7,13 +7,7 @@ items they were given and only read or change their own votes.
 
 from __future__ import annotations
 
-import io
-import os
-import shutil
-import tempfile
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Engine, func, select
 
@@ -22,11 +16,8 @@ from annotate.auth import PermissionDenied, add_annotator, require_admin, set_pa
 from annotate.db import read_session, write_session
 from annotate.models import Annotator, Assignment, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
-from formats.errors import ReaderError
+from annotate.uploads import unpacked
 from metrics.analysis import AnalysisSettings
-
-MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
-LOOSE_FOLDER = "uploaded"  # the system name of loose FGA text files uploaded with no system name given
 
 
 @dataclass(frozen=True)
@@ -131,47 +122,6 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
 # --- admins -------------------------------------------------------------------------------
 
 
-def _safe_name(name: str) -> str:
-    base = PurePosixPath(name.replace("\\", "/")).name
-    if not base or base in (".", "..") or base.startswith("."):
-        raise ReaderError(name, "", "not an acceptable file name")
-    return base
-
-
-def _unpack(files: list[tuple[str, bytes]], folder: Path) -> list[Path]:
-    """Write uploads into ``folder``; a .zip is unpacked (no absolute paths, no '..')."""
-    paths = []
-    total = sum(len(data) for _, data in files)
-    if total > MAX_UPLOAD_MB * 1e6:
-        raise ReaderError("upload", "", f"{total / 1e6:.1f} MB uploaded, over the {MAX_UPLOAD_MB:.0f} MB limit")
-    for name, data in files:
-        safe = _safe_name(name)
-        if safe.endswith(".zip"):
-            target = folder / safe[:-4]
-            try:
-                with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                    size = sum(info.file_size for info in archive.infolist())
-                    if size > MAX_UPLOAD_MB * 1e6:
-                        raise ReaderError(name, "", f"unpacks to {size / 1e6:.0f} MB, over the {MAX_UPLOAD_MB:.0f} MB limit")
-                    for info in archive.infolist():
-                        inner = PurePosixPath(info.filename)
-                        if info.is_dir() or inner.name.startswith("."):
-                            continue
-                        if inner.is_absolute() or ".." in inner.parts:
-                            raise ReaderError(name, info.filename, "a path that leaves the archive")
-                        destination = target.joinpath(*inner.parts)
-                        destination.parent.mkdir(parents=True, exist_ok=True)
-                        destination.write_bytes(archive.read(info))
-            except zipfile.BadZipFile:
-                raise ReaderError(name, "", "not a readable zip archive") from None
-            paths.append(target)
-        else:  # loose files sit in a folder named "uploaded": an FGA text file's system is its folder
-            (folder / LOOSE_FOLDER).mkdir(exist_ok=True)
-            (folder / LOOSE_FOLDER / safe).write_bytes(data)
-            paths.append(folder / LOOSE_FOLDER / safe)
-    return paths
-
-
 def create_study_from_uploads(
     engine: Engine, user: Annotator, name: str, kind: str, files: list[tuple[str, bytes]], **options
 ) -> StudySummary:
@@ -182,17 +132,9 @@ def create_study_from_uploads(
     require_admin(user)
     if not files:
         raise StudyError("upload at least one file")
-    folder = Path(tempfile.mkdtemp(prefix="dst-judge-upload-"))
-    try:
-        paths = _unpack(files, folder)
-        with write_session(engine) as session:
-            study = create_study(session, name, kind, paths, **options)
-            return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
-    except ReaderError as err:
-        shown = str(err.path).replace(str(folder / LOOSE_FOLDER) + os.sep, "").replace(str(folder) + os.sep, "")
-        raise ReaderError(shown, err.place, err.message) from None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with unpacked(files) as paths, write_session(engine) as session:
+        study = create_study(session, name, kind, paths, **options)
+        return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
 
 
 def list_annotators(engine: Engine, user: Annotator) -> list[dict]:

@@ -19,6 +19,7 @@ from annotate.auth import find_annotator
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
 from annotate.studies import StudyError, check_value, required_questions
 from formats.errors import ReaderError, csv_rows
+from formats.safety import unneutralise
 
 EXPORT_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
 
@@ -170,50 +171,61 @@ def rows_to_csv(rows: Iterable[dict], columns=EXPORT_COLUMNS) -> str:
     return csv_bytes(rows, columns).decode()
 
 
-def import_votes(session: Session, study: Study, path, text: str) -> int:
-    """Tidy CSV (item, annotator, question, value[, comment, condition, seconds]) into the study.
+class _ImportRows:
+    """What a votes file's rows refer to: the study's items by key, and annotators by name (unknown
+    annotators are created without a login)."""
 
-    Unknown annotators are created without a login.  One transaction: the first bad row
-    raises a ReaderError naming its line, and the caller rolls everything back.
-    """
-    from formats.safety import unneutralise
+    def __init__(self, session: Session, study: Study, path):
+        self.session, self.study, self.path = session, study, path
+        self.items: dict[str, list[Item]] = {}
+        for item in session.scalars(select(Item).where(Item.study_id == study.id)):
+            self.items.setdefault(item.key, []).append(item)
+        self.annotators: dict[str, Annotator] = {}
 
-    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
-    items: dict[str, list[Item]] = {}
-    for item in session.scalars(select(Item).where(Item.study_id == study.id)):
-        items.setdefault(item.key, []).append(item)
-    annotators: dict[str, Annotator] = {}
-    count = 0
-    for line, row in rows:
+    def item(self, line: int, row: dict) -> Item:
         key = unneutralise(row["item"] or "")
-        matches = items.get(key, [])
         condition = unneutralise(row.get("condition") or "")
+        matches = self.items.get(key, [])
         if condition or len(matches) > 1:
             matches = [m for m in matches if m.condition == condition]
         if len(matches) != 1:
-            raise ReaderError(path, f"line {line}", f"no single item {key!r} (condition {condition!r}) in study {study.name!r}")
+            raise ReaderError(
+                self.path, f"line {line}", f"no single item {key!r} (condition {condition!r}) in study {self.study.name!r}"
+            )
+        return matches[0]
+
+    def annotator(self, line: int, row: dict) -> Annotator:
         name = unneutralise(row["annotator"] or "").strip()
         if not name:
-            raise ReaderError(path, f"line {line}", "empty annotator name")
-        if name not in annotators:
-            annotator = find_annotator(session, name)
+            raise ReaderError(self.path, f"line {line}", "empty annotator name")
+        if name not in self.annotators:
+            annotator = find_annotator(self.session, name)
             if annotator is None:
                 annotator = Annotator(name=name, role="annotator", password_hash=None)
-                session.add(annotator)
-                session.flush()
-            annotators[name] = annotator
+                self.session.add(annotator)
+                self.session.flush()
+            self.annotators[name] = annotator
+        return self.annotators[name]
+
+
+def import_votes(session: Session, study: Study, path, text: str) -> int:
+    """Tidy CSV (item, annotator, question, value[, comment, condition, seconds]) into the study.
+
+    Imported votes are past judgements: stored whatever the overlap, counted as done (``cast_vote``
+    with source ``import``).  One transaction: the first bad row raises a ReaderError naming its
+    line, and the caller rolls everything back.
+    """
+    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
+    refer = _ImportRows(session, study, path)
+    count = 0
+    for line, row in rows:
+        item, annotator = refer.item(line, row), refer.annotator(line, row)
         seconds = row.get("seconds")
         try:
             cast_vote(
-                session,
-                annotators[name],
-                matches[0].id,
-                unneutralise(row["question"] or ""),
-                unneutralise(row["value"] or ""),
-                comment=unneutralise(row.get("comment") or ""),
-                seconds=float(seconds) if seconds else None,
-                source="import",
-            )
+                session, annotator, item.id, unneutralise(row["question"] or ""), unneutralise(row["value"] or ""),
+                comment=unneutralise(row.get("comment") or ""), seconds=float(seconds) if seconds else None, source="import",
+            )  # fmt: skip
         except (StudyError, ValueError) as err:
             raise ReaderError(path, f"line {line}", str(err)) from None
         count += 1

@@ -22,7 +22,7 @@ from annotate import service
 from annotate.auth import add_annotator
 from annotate.db import make_engine, read_session, upgrade, write_session
 from annotate.models import Item, Study, VoteEvent
-from annotate.studies import create_study
+from annotate.studies import build_items, create_study
 from annotate.votes import import_votes
 from formats import ReaderError, load_dialogues
 from formats.tidy import read_votes
@@ -98,7 +98,32 @@ def apply(data: bytes, mutation) -> bytes:
     return arg
 
 
-def attempt_import(engine, tmp_path: Path, target: str, data: bytes) -> None:
+def _stored(engine, name: str) -> list[tuple]:
+    with read_session(engine) as session:
+        items = session.scalars(select(Item).join(Study).where(Study.name == name).order_by(Item.position))
+        return [(i.key, i.condition, list(i.questions), i.payload) for i in items]
+
+
+def _drafts(kind: str, paths) -> list[tuple]:
+    return [(d.key, d.condition, list(d.questions), json.loads(json.dumps(d.payload))) for d in build_items(kind, paths)]
+
+
+def _same_content(original: bytes, mutated: bytes) -> bool:
+    """The mutation changed nothing a reader should see (JSON: the same document; text: the same lines)."""
+    try:
+        return json.loads(original) == json.loads(mutated)
+    except ValueError:
+        strip = lambda data: [line.rstrip() for line in data.decode("utf-8").splitlines()]  # noqa: E731
+        try:
+            return strip(original) == strip(mutated)
+        except UnicodeDecodeError:
+            return False
+
+
+def attempt_import(engine, tmp_path: Path, target: str, data: bytes) -> bool:
+    """The mutated file is refused with a message and nothing stored, or it imports, and then the
+    study holds exactly the items the reader makes of those bytes — the same dialogues as the
+    original's when the mutation changed nothing a reader should see (whitespace, JSON layout)."""
     kind, relative, companions = TARGETS[target]
     folder = tmp_path / f"case{next(NAMES)}"
     for other in companions:
@@ -109,15 +134,25 @@ def attempt_import(engine, tmp_path: Path, target: str, data: bytes) -> None:
     top = folder / relative.split("/")[0]
     paths = [top / Path(relative).name] if kind == "satisfaction" else [top]
     before = snapshot(engine)
+    name = f"fuzz-{next(NAMES)}"
     try:
         with write_session(engine) as session:
-            create_study(session, f"fuzz-{next(NAMES)}", kind, paths, overlap=2)
+            create_study(session, name, kind, paths, overlap=2)
     except ValueError as refused:  # ReaderError and StudyError are ValueErrors
         assert str(refused).strip(), "a refusal needs a message"
         assert "Traceback" not in str(refused)
         assert snapshot(engine) == before, "a refused import changed the database"
+        return False
     finally:
+        stored = _stored(engine, name)
+        expected = _drafts(kind, paths) if stored else []
         shutil.rmtree(folder, ignore_errors=True)
+    assert stored and stored == expected, "the study does not hold exactly what the reader read"
+    original = (FIXTURES / relative).read_bytes()
+    if _same_content(original, data):
+        original_paths = [FIXTURES / relative] if kind == "satisfaction" else [FIXTURES / Path(relative).parent]
+        assert stored == _drafts(kind, original_paths), "a harmless change altered the dialogues"
+    return True
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
@@ -271,3 +306,15 @@ def test_random_gold_files_are_refused_cleanly(store, tmp_path, data):
     except ValueError as refused:
         assert str(refused).strip() and str(gold) in str(refused)
         assert snapshot(store) == before
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_harmless_changes_give_the_same_dialogues(store, tmp_path, target):
+    """Re-indented JSON, or trailing blanks on text lines: the study holds exactly the original's items."""
+    original = (FIXTURES / TARGETS[target][1]).read_bytes()
+    try:
+        harmless = json.dumps(json.loads(original), indent=3).encode()
+    except ValueError:
+        harmless = b"\n".join(line + b"   " for line in original.splitlines()) + b"\n"
+    assert harmless != original and _same_content(original, harmless)
+    assert attempt_import(store, tmp_path, target, harmless)  # imported, with the same items as the original's
