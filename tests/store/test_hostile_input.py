@@ -14,7 +14,7 @@ from itertools import count
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
@@ -246,6 +246,7 @@ def test_size_cap_on_uploads_and_files(store, tmp_path, monkeypatch):
 def test_random_uploads_are_refused_cleanly(store, name, data, kind, zipped):
     admin = admin_of(store)
     before = snapshot(store)
+    assume(not zipped or "\x00" not in name)  # Python's zipfile itself cannot write a NUL name
     files = [(f"{name}.zip", zip_bytes({name or "x": data}))] if zipped else [(name, data)]
     try:
         service.create_study_from_uploads(store, admin, f"upload-{next(NAMES)}", kind, files)
