@@ -73,12 +73,52 @@ class StreamlitServer:
 
 
 def wait_idle(page, timeout: float = 30_000) -> None:
-    """Wait until the script has finished running (Streamlit's e2e convention) and no
-    element is left stale from the previous run."""
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
-    page.wait_for_function("document.querySelectorAll('[data-stale=\"true\"]').length === 0", timeout=timeout)
-    page.wait_for_timeout(200)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    """Wait until the script has finished running (Streamlit's e2e convention) and no element is
+    left stale from the previous run: expectations on the page, never a fixed sleep."""
+    from playwright.sync_api import expect
+
+    app = page.get_by_test_id("stApp")
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=timeout)
+    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=timeout)
+    # A run can start another (a vote re-runs the item fragment): settled means no run started or
+    # ended for a quiet moment (the run counter below keeps the time of the last change).
+    page.wait_for_function(QUIET, arg=QUIET_MS, timeout=timeout)
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=timeout)
+
+
+QUIET_MS = 300
+QUIET = """quiet => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const settled = app && app.getAttribute("data-test-script-state") === "notRunning";
+  return settled && (window.__dstChanged === undefined || performance.now() - window.__dstChanged > quiet);
+}"""
+
+
+# Counts the script runs a page has seen (each time stApp's script state turns "running"), so a test
+# can wait for the run its click or key press starts instead of sleeping.
+RUN_COUNTER = """(() => {
+  if (window.__dstRuns !== undefined) return;
+  window.__dstRuns = 0;
+  window.__dstChanged = performance.now();
+  new MutationObserver(changes => {
+    for (const change of changes) {
+      window.__dstChanged = performance.now();
+      if (change.target.getAttribute && change.target.getAttribute("data-test-script-state") === "running") window.__dstRuns++;
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-test-script-state"]});
+})()"""
+
+
+def runs(page) -> int:
+    return page.evaluate("window.__dstRuns || 0")
+
+
+def after_run(page, action, timeout: float = 30_000) -> None:
+    """Do ``action`` (a click, a key press), wait for the script run it starts, then for the page to settle."""
+    before = runs(page)
+    action()
+    page.wait_for_function(f"(window.__dstRuns || 0) > {before}", timeout=timeout)
+    wait_idle(page, timeout)
 
 
 def screenshot(page, name: str) -> Path:

@@ -156,6 +156,22 @@ def store_annotator(engine, user, study_id: int, ledger: Ledger, stop: threading
             time.sleep(0.05)
 
 
+JUDGED_MORE = """before => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const found = /You have judged (\\d+) items/.exec(main ? main.innerText : "");
+  return found !== null && Number(found[1]) > before;
+}"""
+
+
+def _judged_more(page, before: int, timeout: float = 20_000) -> bool:
+    """Whether the page's own count of judged items rises above ``before`` within the timeout."""
+    try:
+        page.wait_for_function(JUDGED_MORE, arg=before, timeout=timeout)
+        return True
+    except Exception:  # a timeout, or the page reconnecting to the other server
+        return False
+
+
 def _judged(page) -> int | None:
     """The page's own count of items this annotator has judged (from the database)."""
     import re
@@ -193,12 +209,7 @@ def browser_annotator(url: str, route: str, name: str, password: str, ledger: Le
             start = time.perf_counter()
             page.evaluate("document.activeElement && document.activeElement.blur()")
             page.keyboard.press("1")
-            deadline = time.time() + 20
-            moved = False
-            while time.time() < deadline and not moved:
-                page.wait_for_timeout(150)
-                now = _judged(page)
-                moved = now is not None and before is not None and now > before
+            moved = before is not None and _judged_more(page, before)
             if moved:
                 ledger.ack(name, time.perf_counter() - start)
                 continue

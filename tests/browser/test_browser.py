@@ -16,7 +16,7 @@ from annotate.demo import ensure_demo
 from annotate.models import VoteEvent
 from annotate.sessions import COOKIE_NAME
 from annotate.studies import create_study
-from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, StreamlitServer, screenshot, wait_idle
+from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, StreamlitServer, after_run, screenshot, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -67,6 +67,7 @@ def browser(server):
 @pytest.fixture
 def page(browser, server):
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
+    context.add_init_script(RUN_COUNTER)
     page = context.new_page()
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
@@ -86,15 +87,12 @@ def log_in(page, name: str, password: str, landing: str = "Annotate") -> None:
     page.get_by_role("heading", name=landing).wait_for()
     # The session cookie is set by a component after the page renders; wait for it and the rerun it causes.
     assert eventually(lambda: any(c["name"] == COOKIE_NAME for c in page.context.cookies()))
-    page.wait_for_timeout(500)
     wait_idle(page)
 
 
 def press(page, key: str) -> None:
     page.evaluate("document.activeElement && document.activeElement.blur()")  # keys go to the page, not an input
-    page.keyboard.press(key)
-    page.wait_for_timeout(300)
-    wait_idle(page)
+    after_run(page, lambda: page.keyboard.press(key))
 
 
 def eventually(check, timeout: float = 15.0):
@@ -111,8 +109,7 @@ def eventually(check, timeout: float = 15.0):
 
 def choose_study(page, name_part: str) -> None:
     page.get_by_test_id("stSelectbox").first.click()
-    page.get_by_role("option", name=name_part).first.click()
-    wait_idle(page)
+    after_run(page, lambda: page.get_by_role("option", name=name_part).first.click())
 
 
 def votes_of(server, name: str) -> list[tuple[str, str]]:
@@ -135,15 +132,13 @@ def test_satisfaction_by_keyboard_then_admin_download(page, server):
     wait_idle(page)
     assert page.get_by_test_id("stMain").inner_text() != first_dialogue  # the next item
     page.get_by_text("Go back to an earlier item").click()
-    page.get_by_role("button", name="Open it").click()
-    wait_idle(page)
+    after_run(page, lambda: page.get_by_role("button", name="Open it").click())
     page.get_by_text("You are changing an earlier judgement").wait_for()
     screenshot(page, "03-change-vote")
     press(page, "0")
     assert eventually(lambda: len(votes_of(server, "ann1")) == 2)
     assert votes_of(server, "ann1") == [("satisfied", "1"), ("satisfied", "0")]
-    page.get_by_role("button", name="Log out").click()
-    wait_idle(page)
+    after_run(page, lambda: page.get_by_role("button", name="Log out").click())
     page.get_by_role("button", name="Log in").first.wait_for()
     wait_idle(page)
 
@@ -181,8 +176,7 @@ def test_slu_flow(page, server):
     for index in range(radios.count()):
         group = radios.nth(index)
         if group.locator("input:checked").count() == 0:
-            group.get_by_text("incorrect").click()
-            wait_idle(page)
+            after_run(page, lambda group=group: group.get_by_text("incorrect").click())
     screenshot(page, "06-slu-item")
     n_acts = radios.count()
     press(page, "Control+Enter")

@@ -17,7 +17,16 @@ from pathlib import Path
 import pytest
 
 from tests.browser.test_browser import eventually, log_in, press
-from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, free_port, screenshot, wait_for_health, wait_idle
+from tests.browser_harness import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    RUN_COUNTER,
+    after_run,
+    free_port,
+    screenshot,
+    wait_for_health,
+    wait_idle,
+)  # fmt: skip
 from tests.conftest import REPO
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -60,6 +69,7 @@ def chromium(fresh_server):
 
 def new_page(chromium, url):
     context = chromium.new_context(viewport=VIEWPORT, accept_downloads=True)
+    context.add_init_script(RUN_COUNTER)
     page = context.new_page()
     page.goto(url)
     wait_idle(page)
@@ -75,6 +85,9 @@ def go(page, title: str) -> None:
     page.get_by_role("link", name=title).click()
     page.get_by_role("heading", name=title).wait_for()
     wait_idle(page)
+
+
+MAIN_AT_TOP = "document.querySelector('[data-testid=\"stMain\"]').scrollTop === 0"
 
 
 def main_scroll(page) -> int:
@@ -98,7 +111,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
         admin.get_by_label("Annotators per item (k)").first.fill("2")
         admin.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files([str(p) for p in chosen])
         admin.get_by_text(chosen[0].name).first.wait_for()
-        admin.get_by_role("button", name="Create study").click()
+        after_run(admin, lambda: admin.get_by_role("button", name="Create study").click())
         admin.get_by_text("Study created.").wait_for()
         wait_idle(admin)
         no_error_box(admin, f"create {name}")
@@ -121,16 +134,14 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
         page = new_page(chromium, url)
         log_in(page, person, f"demo-{person}-pw")
         page.get_by_test_id("stSelectbox").first.click()
-        page.get_by_role("option", name="Pilot A").first.click()
-        wait_idle(page)
+        after_run(page, lambda page=page: page.get_by_role("option", name="Pilot A").first.click())
         for n in range(4):
             page.get_by_role("button", name="Satisfied (1)").wait_for()
-            assert main_scroll(page) == 0, f"{person}: item {n} did not start at its top"
+            page.wait_for_function(MAIN_AT_TOP, timeout=10_000)  # the new item starts at its top (fails without the reset)
             page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTop = 100000")
             assert main_scroll(page) > 0
             screenshot(page, f"23-{person}-item-{n}") if n == 0 else None
             press(page, answer if n % 2 == 0 else str(1 - int(answer)))
-            wait_idle(page)
         page.get_by_text("No more items for you in this study").wait_for()
         no_error_box(page, person)
         page.context.close()
@@ -138,8 +149,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     # Analysis, twice (a cache hit), then the report.
     go(admin, "Analysis")
     admin.get_by_test_id("stSelectbox").first.click()
-    admin.get_by_role("option", name="Pilot A").first.click()
-    wait_idle(admin)
+    after_run(admin, lambda: admin.get_by_role("option", name="Pilot A").first.click())
     admin.get_by_text("Metrics against human ratings").wait_for(timeout=120_000)
     no_error_box(admin, "analysis, first visit")
     screenshot(admin, "24-analysis-first-visit")
@@ -161,8 +171,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     assert list(report["annotators"]) == ["ann1", "ann2"] and report["held"] == {}  # looking made no annotator
     admin.get_by_test_id("stSelectbox").nth(1).click()
     admin.keyboard.type("report-html")  # the list is long: filter it as a person would
-    admin.get_by_role("option", name="report-html").first.click()
-    wait_idle(admin)
+    after_run(admin, lambda: admin.get_by_role("option", name="report-html").first.click())
     admin.get_by_role("button", name="Prepare the export").click()
     ready = admin.get_by_role("button", name="Download report.html")
     ready.wait_for(timeout=60_000)
