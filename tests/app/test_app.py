@@ -92,10 +92,18 @@ def test_satisfaction_page_shows_differences(app_db):
 
 
 def test_skip_moves_on(app_db):
+    from annotate.models import Assignment
+
     app = login("ann1", "demo-ann1-pw")
     before = texts(app)
+    with read_session(get_engine(app_db)) as session:
+        skipped = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
     app.button(key="skip").click().run()
+    with read_session(get_engine(app_db)) as session:
+        offered = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
+        status = session.scalar(select(Assignment.status).where(Assignment.item_id == skipped))
     assert texts(app) != before and events(app_db) == []
+    assert offered != skipped and status == "skipped"  # the next item differs; the skipped one is not offered now
 
 
 def test_coco_page_hides_the_condition(app_db):

@@ -55,3 +55,28 @@ def test_page_scripts_are_ours_alone():
                     uses.append(f"{path.relative_to(REPO)}:{function.name}")
     assert sorted(uses) == ["annotate/pages/context.py:scroll_to_top", "annotate/pages/context.py:sync_cookie"], uses
     assert "HttpOnly" in (REPO / "README.md").read_text()
+
+
+def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
+    """pip install . (here into a target folder, with the dependencies already present) gives packages
+    that work from anywhere: python -m metrics score, and the store's migrations are in the package."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+                    str(REPO)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    assert (target / "annotate" / "migrations" / "versions" / "0003_login_failure_client.py").is_file()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    scored = subprocess.run([sys.executable, "-m", "metrics", "score", str(fixtures / "fga_human_eval")], cwd=outside, env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    assert "corpus      75   27   57  36.00" in scored.stdout
+    where = subprocess.run([sys.executable, "-c", "import metrics, annotate.kinds; print(metrics.__file__)"], cwd=outside, env=env,
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert where.startswith(str(target))

@@ -1,0 +1,298 @@
+"""``python -m annotate``: scripted set-up of studies, annotators and votes.
+
+    python -m annotate [--db URL] init
+    python -m annotate [--db URL] serve [STREAMLIT OPTIONS...]   (the app, with the demo accounts printed at start)
+    python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
+    python -m annotate annotator password NAME          (a reset: ends their sessions, clears failed logins)
+    python -m annotate annotator list
+    python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
+                       [--guideline FILE] [--sample N --seed S] [--gold FILE.csv] [--timeout MINUTES] PATHS...
+    python -m annotate study list
+    python -m annotate study reopen NAME ITEM|--all [--condition C] [--extra N]
+    python -m annotate study items NAME --json
+    python -m annotate status NAME [--json]
+    python -m annotate votes import NAME FILE.csv
+    python -m annotate votes export NAME [--format csv|jsonl] [--history] [--out F]
+
+The database is ``--db``, else ``DST_JUDGE_DB``, else the embedded SQLite file.
+Every command that writes is one transaction: an error changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+from pathlib import Path
+
+from sqlalchemy import select
+
+from annotate.db import read_session, write_session
+from annotate.kinds import KINDS
+from annotate.models import DEFAULT_TIMEOUT_MINUTES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m annotate", description="DST Judge: studies, annotators, votes")
+    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the embedded SQLite file)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("init", help="create or migrate the database")
+    serve = commands.add_parser("serve", help="prepare the database (and the demo), print the accounts, start the app")
+    serve.set_defaults(streamlit_args=[])  # what follows 'serve' goes to streamlit run (e.g. --server.port 8502)
+
+    annotator = commands.add_parser("annotator").add_subparsers(dest="action", required=True)
+    add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
+    add.add_argument("name")
+    add.add_argument("--admin", action="store_true")
+    reset = annotator.add_parser("password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their "
+                                 "sessions and clears failed logins")  # fmt: skip
+    reset.add_argument("name")
+    annotator.add_parser("list")
+
+    study = commands.add_parser("study").add_subparsers(dest="action", required=True)
+    create = study.add_parser("create", help="create a study from data files (one transaction)")
+    create.add_argument("name")
+    create.add_argument("paths", nargs="+", metavar="PATH")
+    create.add_argument("--kind", required=True, choices=list(KINDS))
+    create.add_argument("--overlap", type=int, default=3, help="annotators per item (k)")
+    create.add_argument("--condition", help="system name (satisfaction) or CoCo variant name (coco)")
+    create.add_argument("--guideline", type=Path, help="guideline text shown to annotators on demand")
+    create.add_argument("--sample", type=int, help="draw N units at random")
+    create.add_argument("--seed", type=int, default=0, help="seed for --sample and the annotators' item orders")
+    create.add_argument("--gold", type=Path, help="attention checks: CSV with item, question, value")
+    create.add_argument(
+        "--timeout", type=int, default=DEFAULT_TIMEOUT_MINUTES, help="minutes before an abandoned item is reclaimed"
+    )
+    study.add_parser("list")
+    reopen = study.add_parser("reopen", help="allow more judgements on an item (or every item) beyond the overlap")
+    reopen.add_argument("name")
+    reopen.add_argument("item", nargs="?", help="item key (see study items)")
+    reopen.add_argument("--condition", default=None, help="the item's condition, when its key has several")
+    reopen.add_argument("--all", action="store_true", help="every item of the study")
+    reopen.add_argument("--extra", type=int, default=1, help="how many more judgements (default 1)")
+    items = study.add_parser("items")
+    items.add_argument("name")
+    items.add_argument("--json", action="store_true")
+
+    status = commands.add_parser("status", help="progress of a study")
+    status.add_argument("name")
+    status.add_argument("--json", action="store_true")
+
+    votes = commands.add_parser("votes").add_subparsers(dest="action", required=True)
+    vimport = votes.add_parser("import", help="import tidy CSV votes (item, annotator, question, value[, comment])")
+    vimport.add_argument("name")
+    vimport.add_argument("file", type=Path)
+    vexport = votes.add_parser("export")
+    vexport.add_argument("name")
+    vexport.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    vexport.add_argument("--history", action="store_true", help="every event, not only current votes")
+    vexport.add_argument("--out", type=Path)
+    return parser
+
+
+def _study(session, name: str):
+    from annotate.models import Study
+    from annotate.studies import StudyError
+
+    study = session.scalar(select(Study).where(Study.name == name))
+    if study is None:
+        raise StudyError(f"no study named {name!r}")
+    return study
+
+
+def _password() -> str:
+    password = os.environ.get("DST_JUDGE_PASSWORD")
+    if password:
+        return password
+    if sys.stdin is None or not sys.stdin.isatty():
+        raise ValueError("set DST_JUDGE_PASSWORD or run in a terminal to be asked for the password")
+    first = getpass.getpass("password: ")
+    if first != getpass.getpass("again: "):
+        raise ValueError("the passwords differ")
+    return first
+
+
+def _write(text: str, out: Path | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+
+
+def serve(engine, args) -> None:
+    """Make the database and, on an empty one, the demo; say who can log in; then become
+    ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
+    from annotate.demo import demo_accounts_active, ensure_demo, print_accounts, setup_hint
+
+    url = engine.url.render_as_string(hide_password=False)
+    print(f"DST Judge: database {engine.url.render_as_string(hide_password=True)}", flush=True)
+    if not ensure_demo(engine) and demo_accounts_active(engine):
+        print_accounts()
+    hint = setup_hint(engine)
+    if hint:
+        print(hint, flush=True)
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args]
+    os.environ["DST_JUDGE_DB"] = url
+    sys.stdout.flush()
+    os.execv(sys.executable, command)
+
+
+def init(engine, args) -> None:
+    print(f"database ready: {engine.url.render_as_string(hide_password=True)}")
+
+
+def annotator_add(engine, args) -> None:
+    from annotate.auth import add_annotator
+
+    password = _password()
+    with write_session(engine) as session:
+        annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
+    print(f"added {annotator.role} {annotator.name}")
+
+
+def annotator_password(engine, args) -> None:
+    from annotate.auth import set_password
+
+    password = _password()
+    with write_session(engine) as session:
+        set_password(session, args.name, password)
+    print(f"new password for {args.name}; their sessions ended and failed logins cleared")
+
+
+def annotator_list(engine, args) -> None:
+    from annotate.models import Annotator
+
+    with read_session(engine) as session:
+        for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
+            print(f"{annotator.name}\t{annotator.role}\t{'login' if annotator.password_hash else 'no login'}")
+
+
+def study_create(engine, args) -> None:
+    from annotate.studies import create_study
+    from formats.errors import read_text
+
+    guideline = read_text(args.guideline) if args.guideline else ""
+    with write_session(engine) as session:
+        study = create_study(
+            session, args.name, args.kind, args.paths, overlap=args.overlap, condition=args.condition, guideline=guideline,
+            sample=args.sample, seed=args.seed, gold_path=args.gold, timeout_minutes=args.timeout,
+        )  # fmt: skip
+        n_items = len(study.items)
+    print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
+
+
+def study_list(engine, args) -> None:
+    from annotate.models import Study
+
+    with read_session(engine) as session:
+        for study in session.scalars(select(Study).order_by(Study.id)):
+            print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
+
+
+def study_reopen(engine, args) -> None:
+    from annotate.assignment import reopen_items
+
+    if bool(args.item) == bool(args.all):
+        raise ValueError("give an item key or --all")
+    with write_session(engine) as session:
+        count = reopen_items(session, _study(session, args.name), None if args.all else args.item, args.condition, args.extra)
+    print(f"re-opened {count} item{'s' if count != 1 else ''} of {args.name!r} for {args.extra} more judgement(s) each")
+
+
+def study_items(engine, args) -> None:
+    from annotate.models import Item
+
+    with read_session(engine) as session:
+        study = _study(session, args.name)
+        items = session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position))
+        listing = [{"key": i.key, "condition": i.condition, "questions": list(i.questions)} for i in items]
+    print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
+
+
+def status(engine, args) -> None:
+    from annotate.assignment import progress
+
+    with read_session(engine) as session:
+        report = progress(session, _study(session, args.name).id)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return
+    print(
+        f"{report['study']} ({report['kind']}, overlap {report['overlap']}): {report['items']} items, "
+        f"{report['judgements_done']}/{report['judgements_needed']} judgements ({100 * report['fraction_done']:.1f}%)"
+    )
+    for name, counts in report["annotators"].items():
+        print(f"  {name}: {counts['done']} done, {counts['active']} in progress")
+
+
+def votes_import(engine, args) -> None:
+    from annotate.votes import import_votes
+    from formats.errors import read_text
+
+    text = read_text(args.file)
+    with write_session(engine) as session:
+        count = import_votes(session, _study(session, args.name), str(args.file), text)
+    print(f"imported {count} votes into {args.name!r}")
+
+
+def votes_export(engine, args) -> None:
+    from annotate.votes import rows_to_csv, vote_rows
+
+    with read_session(engine) as session:
+        rows = vote_rows(session, _study(session, args.name).id, history=args.history)
+    if args.format == "csv":
+        _write(rows_to_csv(rows), args.out)
+    else:
+        _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
+
+
+# (command, action) -> what runs it; every command that writes is one transaction.
+COMMANDS = {
+    ("serve", None): serve,
+    ("init", None): init,
+    ("annotator", "add"): annotator_add,
+    ("annotator", "password"): annotator_password,
+    ("annotator", "list"): annotator_list,
+    ("study", "create"): study_create,
+    ("study", "list"): study_list,
+    ("study", "reopen"): study_reopen,
+    ("study", "items"): study_items,
+    ("status", None): status,
+    ("votes", "import"): votes_import,
+    ("votes", "export"): votes_export,
+}
+
+
+def run(args) -> int:
+    from annotate.db import get_engine
+
+    COMMANDS[(args.command, getattr(args, "action", None))](get_engine(args.db), args)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "serve":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.streamlit_args = extra
+    try:
+        return run(args)
+    except ValueError as err:  # ReaderError, StudyError, AuthError: one clear line
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # database errors: one line, not a traceback
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if isinstance(err, SQLAlchemyError):
+            print(f"error: database: {err.__class__.__name__}: {str(err).splitlines()[0]}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

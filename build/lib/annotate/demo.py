@@ -1,0 +1,100 @@
+"""First run: demo studies of all three kinds from the shared fixtures, and demo accounts.
+
+``ensure_demo`` runs when the app starts.  On an empty database (no annotators, no
+studies) and unless ``DST_JUDGE_DEMO=0``, it creates an admin and three annotators and
+one study per kind, in one transaction, and prints the accounts.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sqlalchemy import Engine, func, select
+
+REPO = Path(__file__).resolve().parent.parent
+DEMO_ACCOUNTS = (("admin", "demo-admin-pw", "admin"), ("ann1", "demo-ann1-pw", "annotator"),
+                 ("ann2", "demo-ann2-pw", "annotator"), ("ann3", "demo-ann3-pw", "annotator"))  # fmt: skip
+DEMO_STUDIES = ("Demo: dialogue satisfaction", "Demo: CoCo turns", "Demo: DSTC2 SLU labels")
+
+
+def fixtures_dir() -> Path:
+    """``DST_JUDGE_FIXTURES`` or ``../shared/fixtures`` beside the repository."""
+    return Path(os.environ.get("DST_JUDGE_FIXTURES", REPO.parent / "shared" / "fixtures"))
+
+
+def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
+    """Create the demo on an empty database; True if it was created now."""
+    from annotate.auth import add_annotator
+    from annotate.db import write_session
+    from annotate.kinds import KINDS
+    from annotate.models import Annotator, Study
+    from annotate.studies import create_study
+
+    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+        return False
+    fixtures = fixtures_dir()
+    with write_session(engine) as session:
+        if session.scalar(select(func.count()).select_from(Annotator)) or session.scalar(select(func.count()).select_from(Study)):
+            return False
+        if not fixtures.is_dir():
+            print(f"DST Judge: {missing_fixtures_message(fixtures)}", flush=True)
+            return False
+        for name, password, role in DEMO_ACCOUNTS:
+            add_annotator(session, name, password, role)
+        guideline_path = fixtures / "dst_evaluation_guideline.txt"
+        guideline = guideline_path.read_text(encoding="utf-8") if guideline_path.is_file() else ""
+        create_study(
+            session, DEMO_STUDIES[0], "satisfaction", [fixtures / "fga_human_eval"], condition="som-dst", guideline=guideline
+        )
+        create_study(session, DEMO_STUDIES[1], "coco", [fixtures / "coco"], condition="coco", guideline=KINDS["coco"].guideline)
+        create_study(session, DEMO_STUDIES[2], "slu", [fixtures / "dstc2"], guideline=KINDS["slu"].guideline)
+    if announce:
+        print("DST Judge demo created.", flush=True)
+        print_accounts()
+    return True
+
+
+def print_accounts() -> None:
+    print("Demo accounts (name / password / role); change them before a real study:", flush=True)
+    for name, password, role in DEMO_ACCOUNTS:
+        print(f"  {name} / {password} / {role}", flush=True)
+
+
+def missing_fixtures_message(fixtures: Path) -> str:
+    return f"No demo data at {fixtures} (set DST_JUDGE_FIXTURES to the shared fixtures folder); starting without the demo."
+
+
+FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' python -m annotate annotator add NAME --admin"
+
+
+def setup_hint(engine: Engine) -> str | None:
+    """What the login page says when nobody can log in as an admin yet (None once an admin with a
+    password exists): how to make the first one, and why there is no demo."""
+    from annotate.db import read_session
+    from annotate.models import Annotator
+
+    with read_session(engine) as session:
+        admins = session.scalar(
+            select(func.count()).select_from(Annotator).where(Annotator.role == "admin", Annotator.password_hash.is_not(None))
+        )
+    if admins:
+        return None
+    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+        why = "The demo is off (DST_JUDGE_DEMO=0)."
+    elif not fixtures_dir().is_dir():
+        why = missing_fixtures_message(fixtures_dir())
+    else:
+        why = "The database already held data, so no demo was made."
+    return (f"{why}\nThere is no admin account yet. Create the first one in a terminal, on the same database "
+            f"(DST_JUDGE_DB), then log in here:\n\n    {FIRST_ADMIN}")  # fmt: skip
+
+
+def demo_accounts_active(engine: Engine) -> bool:
+    """Whether the demo admin still has the demo password (so the login page may show it)."""
+    from annotate.auth import find_annotator, password_matches
+    from annotate.db import read_session
+
+    with read_session(engine) as session:
+        admin = find_annotator(session, DEMO_ACCOUNTS[0][0])
+        return admin is not None and password_matches(DEMO_ACCOUNTS[0][1], admin.password_hash)

@@ -1,0 +1,163 @@
+"""DSTC-style SLU labeling (the DSTC handbook, Appendix E): one item per user turn of a call.
+
+Input: DSTC call folders (``log.json`` and, when present, ``label.json``).  Key =
+``<session-id>/<turn-index>``; every turn becomes an item, so that a labels export lines up with
+the log (a turn without SLU hypotheses asks only for the transcription); the two turns before
+and after are context.  Questions: one 1/0 question per distinct recognised act in DSTC
+notation (``inform(food=korean)``), plus ``transcription`` and ``transcription_status``.  An act
+that exactly matches the label file's gold semantics is pre-marked correct with source ``auto``
+(the handbook's unambiguous case); everything else is left to people.  No conditions.
+Export: DSTC ``labels.json`` per call.
+"""
+
+from __future__ import annotations
+
+from annotate.kinds.base import ItemContext, ItemDraft, Kind, context_turns, register
+from formats import ReaderError, dstc
+from formats.dstc import TRANSCRIPTION_STATUSES
+
+QUESTIONS = (
+    {"name": "transcription", "type": "text", "required": False, "label": "Transcription"},
+    {
+        "name": "transcription_status",
+        "type": "choice",
+        "required": False,
+        "values": list(TRANSCRIPTION_STATUSES),
+        "label": "Transcription status",
+    },
+)
+GUIDELINE = (
+    "Mark each recognised dialog act correct only if it captures the complete meaning of what the user said "
+    "(DSTC handbook, Appendix E). Fix the transcription if it is wrong."
+)
+
+
+def _context_turn(turn: dstc.DstcTurn) -> dict:
+    top_asr = turn.asr_hyps[0][0] if turn.asr_hyps else ""
+    return {"index": turn.index, "system": turn.system, "user": turn.transcription if turn.transcription is not None else top_asr}
+
+
+def build_items(paths: list, condition: str | None = None) -> list[ItemDraft]:
+    drafts = []
+    seen: dict[str, str] = {}
+    for folder in dstc.session_folders(paths):
+        session = dstc.read_session(folder)
+        if session.session_id in seen:
+            raise ReaderError(folder, "session-id", f"{session.session_id} already read from {seen[session.session_id]}")
+        seen[session.session_id] = str(folder)
+        for turn in session.turns:
+            recognised = turn.recognised_acts()  # may be empty: the turn is still transcribed
+            gold = set(turn.semantics) if turn.semantics is not None else None
+            acts = [
+                {
+                    "name": act.name,
+                    "act": act.act,
+                    "slots": [list(s) for s in act.slots],
+                    "score": round(score, 6),
+                    "auto": (act in gold) if gold is not None and act in gold else None,
+                }
+                for act, score in recognised
+            ]
+            key = f"{session.session_id}/{turn.index}"
+            payload = {
+                "session_id": session.session_id,
+                "turn_index": turn.index,
+                "n_turns": len(session.turns),
+                "system": turn.system,
+                "system_acts": [a.name for a in turn.system_acts],
+                "asr": [list(h) for h in turn.asr_hyps[:5]],
+                "transcription": turn.transcription or "",
+                "transcription_status": turn.transcription_status or "",
+                "audio_file": turn.audio_file,
+                "acts": acts,
+                "before": [_context_turn(t) for t in session.turns[max(0, turn.index - 2) : turn.index]],
+                "after": [_context_turn(t) for t in session.turns[turn.index + 1 : turn.index + 3]],
+            }
+            questions = [a["name"] for a in acts] + ["transcription", "transcription_status"]
+            drafts.append(ItemDraft(key, "", key, questions, payload, {"source": str(folder)}))
+    return drafts
+
+
+def item_view(payload: dict) -> dict:
+    """Context turns, the system prompt, ASR, transcription and the recognised acts."""
+    return {
+        "before": [(t["index"], t["system"], t["user"]) for t in payload["before"]],
+        "after": [(t["index"], t["system"], t["user"]) for t in payload["after"]],
+        "system": payload["system"],
+        "asr": [f"{text}  ({score:.2f})" for text, score in payload["asr"]],
+        "transcription": payload.get("transcription", ""),
+        "transcription_status": payload.get("transcription_status", "") or "transcribed",
+        "acts": [(a["name"], a["score"], a.get("auto")) for a in payload["acts"]],
+    }
+
+
+def render(st, ctx: ItemContext) -> None:
+    item, answers = ctx.item, ctx.answers
+    view = item_view(item.payload)
+    st.subheader("Context")
+    context_turns(st, view["before"])
+    with st.container(border=True):
+        st.caption("System prompt of this turn")
+        st.text(view["system"])
+        st.caption("What the recogniser heard (ASR N-best)")
+        st.text("\n".join(view["asr"]) or "(nothing)")
+        transcription_key = f"transcription-{item.id}"
+        if transcription_key not in ctx.state:
+            ctx.state[transcription_key] = answers.get("transcription", view["transcription"])
+        st.text_input("Transcription (what the caller actually said)", key=transcription_key)
+        status_now = answers.get("transcription_status", view["transcription_status"])
+        status = st.selectbox(
+            "Transcription status",
+            TRANSCRIPTION_STATUSES,
+            index=TRANSCRIPTION_STATUSES.index(status_now),
+            key=f"status-{item.id}",
+        )
+    context_turns(st, view["after"])
+    st.subheader("Recognised acts: does each capture the complete meaning?")
+    choices = {}
+    for position, (name, score, auto) in enumerate(view["acts"]):
+        current = answers.get(name)
+        default = current if current is not None else ("1" if auto else None)
+        left, right = st.columns([3, 2])
+        with left:
+            st.text(
+                f"{name}   score {score:.2f}" + ("   (auto: exact match with the label file)" if auto and current is None else "")
+            )
+        with right:
+            choices[name] = st.radio(
+                f"act {position + 1}", ["1", "0"], index=None if default is None else ["1", "0"].index(default),
+                format_func=lambda v: "correct" if v == "1" else "incorrect", horizontal=True,
+                label_visibility="collapsed", key=f"act-{item.id}-{position}",
+            )  # fmt: skip
+    ctx.comment_box()
+    left, right = st.columns(2)
+    if left.button("Save and next (Ctrl+Enter)", shortcut="Ctrl+Enter", key="slu-save", type="primary"):
+        missing = [name for name, value in choices.items() if value is None]
+        if missing:
+            st.warning(f"Mark every act correct or incorrect first ({len(missing)} left).")
+        else:
+            answers_now = {**choices, "transcription": ctx.state[transcription_key], "transcription_status": status}
+            # A change adds events only for what changed; a first judgement stores everything.
+            changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
+            if changed:
+                ctx.vote(changed, True)
+            else:
+                ctx.finish()
+    with right:
+        ctx.skip_button()
+
+
+KIND = register(
+    Kind(
+        name="slu",
+        label="SLU labels",
+        inputs="DSTC call folders (as a .zip in the app)",
+        questions=QUESTIONS,
+        build_items=build_items,
+        render=render,
+        shortcuts=(("Ctrl+Enter", "save and next"), ("s", "skip")),
+        takes_condition=False,
+        export_formats=("dstc-labels",),
+        guideline=GUIDELINE,
+    )
+)

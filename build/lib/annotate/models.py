@@ -1,0 +1,135 @@
+"""The data model (SQLAlchemy 2).  Vote events are append-only: the current vote of an
+annotator on an item's question is its latest event.
+
+Keys and questions are a contract (scripts and exports rely on them):
+- satisfaction: item key = dialogue id as in the source (``PMUL4648.json``), condition =
+  system name; question ``satisfied`` (1/0).
+- coco: item key = ``<dialogue id>/<turn index>``, condition = ``original`` or the CoCo
+  variant; questions ``human_like`` and ``correct`` (1/0).
+- slu: item key = ``<session-id>/<turn-index>``; one question per distinct recognised act
+  in DSTC notation (``inform(food=korean)``), 1/0; plus ``transcription`` (text) and
+  ``transcription_status`` (the handbook's values).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+ROLES = ("annotator", "admin")
+# Minutes an item stays held for an annotator who neither judges nor skips it (a study's own
+# ``timeout_minutes`` setting overrides it); the one place this default is written.
+DEFAULT_TIMEOUT_MINUTES = 30
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Study(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    guideline: Mapped[str] = mapped_column(Text, default="")
+    overlap: Mapped[int] = mapped_column(Integer, default=3)
+    questions: Mapped[list] = mapped_column(JSON, default=list)  # study-level question specs
+    settings: Mapped[dict] = mapped_column(JSON, default=dict)  # seed, timeout_minutes, sources, ...
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+    items: Mapped[list[Item]] = relationship(back_populates="study", cascade="all, delete-orphan")
+
+
+class Item(Base):
+    __tablename__ = "items"
+    __table_args__ = (UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(300))
+    condition: Mapped[str] = mapped_column(String(100), default="")
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    questions: Mapped[list] = mapped_column(JSON, default=list)  # question names asked on this item
+    payload: Mapped[dict] = mapped_column(JSON, default=dict)  # what the page shows (never the condition)
+    meta: Mapped[dict] = mapped_column(JSON, default=dict)  # hidden facts: source file, CoCo success flag, ...
+    gold: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # attention check: {question: value}
+    extra_capacity: Mapped[int] = mapped_column(Integer, default=0)  # admin re-opens add judgements
+
+    study: Mapped[Study] = relationship(back_populates="items")
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    role: Mapped[str] = mapped_column(String(20), default="annotator")
+    password_hash: Mapped[str | None] = mapped_column(String(200), nullable=True)  # None: no login
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+    __table_args__ = (
+        UniqueConstraint("item_id", "annotator_id", name="uq_assignment"),
+        Index("ix_assignment_study_annotator", "study_id", "annotator_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), index=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="active")
+    assigned_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class VoteEvent(Base):
+    """Append-only: never updated, never deleted."""
+
+    __tablename__ = "vote_events"
+    __table_args__ = (Index("ix_vote_item_annotator", "item_id", "annotator_id", "question"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    question: Mapped[str] = mapped_column(String(300))
+    value: Mapped[str] = mapped_column(Text)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    source: Mapped[str] = mapped_column(String(20), default="human")  # human | import
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LoginFailure(Base):
+    """A failed login, for throttling across app servers (per name, and per name and client)."""
+
+    __tablename__ = "login_failures"
+    __table_args__ = (
+        Index("ix_login_failures_name_at", "name", "at"),
+        Index("ix_login_failures_name_client_at", "name", "client", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100))
+    client: Mapped[str] = mapped_column(String(100), default="", server_default="")
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class LoginSession(Base):
+    """A browser login.  Only the SHA-256 of the cookie's random token is stored."""
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -1,0 +1,126 @@
+"""Admin page: a study's analysis — progress, majority labels, agreement, correlation, λ calibration.
+
+Numbers come from ``annotate.study_data`` (the task kind's analysis, built from the same functions
+as the ``python -m metrics`` commands); this page only lays them out.  Tables go through ``st.dataframe``, which shows
+cell text as text.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from annotate import service
+from annotate.kinds import KINDS
+from annotate.pages.admin import _study_picker
+from annotate.pages.context import app_engine, guard, require_admin_page
+from annotate.study_data import study_analysis, study_conditions
+from exports.charts import metric_rating_chart, r_lambda_chart
+from metrics import present
+from metrics.analysis import DEFAULTS, AnalysisSettings
+
+
+def _settings_form() -> AnalysisSettings:
+    with st.expander("Settings", expanded=False):
+        left, middle, right = st.columns(3)
+        levels, ties, ratings = ("nominal", "ordinal", "interval", "ratio"), ("none", "random", "fixed:0", "fixed:1"), (
+            "mean", "majority", "pairs")  # fmt: skip
+        level = left.selectbox("Agreement level", levels, index=levels.index(DEFAULTS.level), key="an-level")
+        tie = middle.selectbox("Majority ties", ties, index=ties.index(DEFAULTS.tie), key="an-tie")
+        rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(DEFAULTS.rating), key="an-rating")
+        resamples = left.number_input("Bootstrap resamples", 0, 5000, DEFAULTS.resamples, step=100, key="an-boot")
+        folds = middle.number_input("Cross-validation folds", 0, 20, DEFAULTS.folds, key="an-folds")
+        seed = right.number_input("Seed", 0, 2**31 - 1, DEFAULTS.seed, key="an-seed")
+        grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, DEFAULTS.grid[1], key="an-grid-stop")
+        grid_num = middle.number_input("λ grid: points", 3, 5001, DEFAULTS.grid[2], key="an-grid-num")
+    return AnalysisSettings(level, tie, rating, resamples=int(resamples), folds=int(folds), seed=int(seed),
+                            grid=(DEFAULTS.grid[0], float(grid_stop), int(grid_num)))  # fmt: skip
+
+
+def render() -> None:
+    user = require_admin_page()
+    engine = app_engine()
+    st.title("Analysis")
+    study = _study_picker(key="analysis-study")
+    if study is None:
+        return
+    settings = _settings_form()
+    progress_report = service.study_progress(engine, user, study.id)
+    left, middle, right = st.columns(3)
+    left.metric("Judgements", f"{progress_report['judgements_done']} / {progress_report['judgements_needed']}")
+    middle.metric("Items complete", f"{progress_report['items_complete']} / {progress_report['items']}")
+    right.metric("Vote events", progress_report["vote_events"])
+    condition = None
+    if KINDS[study.kind].dialogues is not None:  # metrics are analysed one system (condition) at a time
+        systems = guard(lambda: study_conditions(engine, user, study.id)) or []
+        condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
+    # study_analysis keeps one result per study state and settings (shared with the exports and the
+    # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
+    bar = st.progress(0.0, text="analysing")
+    result = guard(lambda: study_analysis(engine, user, study.id, settings, condition=condition,
+                                          progress=lambda fraction, text: bar.progress(fraction, text=text)))  # fmt: skip
+    bar.empty()
+    if result is None:
+        return
+    if not result.get("n_votes"):
+        st.info("No votes yet.")
+        return
+    _agreement_section(result["agreement"])
+    if "coco" in result:
+        show_table(present.coco_table(result["coco"]))
+    _majority_section(result["majority"], settings.tie)
+    if KINDS[study.kind].dialogues is not None:
+        _correlation_section(result)
+
+
+def show_table(table: present.Table, *, subheader: bool = True) -> None:
+    """A table of ``metrics.present`` (the report and the CLI show the same), notes as plain text."""
+    if subheader:
+        st.subheader(table.title)
+    if table.rows:
+        st.dataframe(pd.DataFrame(table.rows, columns=list(table.columns)), hide_index=True)
+    for note in table.notes:
+        st.text(note)
+
+
+def _agreement_section(agreement: dict) -> None:
+    agreement_table = present.agreement_table(agreement)
+    st.subheader(agreement_table.title)
+    st.dataframe(pd.DataFrame(agreement_table.rows, columns=list(agreement_table.columns)), hide_index=True)
+    with st.expander("Per annotator, pairwise Cohen's kappa, notes"):
+        show_table(present.annotator_table(agreement), subheader=False)
+        show_table(present.cohen_table(agreement), subheader=False)
+        for note in agreement_table.notes:
+            st.text(note)
+
+
+def _majority_section(majority: dict, tie: str) -> None:
+    show_table(present.majority_summary(majority, tie))
+    question = st.selectbox("Items of a question", list(majority), key="analysis-majority-question")
+    st.dataframe(pd.DataFrame(majority[question]["rows"]), hide_index=True)
+
+
+def _correlation_section(result: dict) -> None:
+    if "correlation" not in result:
+        st.subheader("Metrics against human ratings")
+        st.info(result.get("correlation_note", "No correlation yet."))
+        return
+    correlation = result["correlation"]
+    show_table(present.correlation_table(correlation, result.get("condition")))
+    with st.expander("Williams' test between metrics"):
+        st.dataframe(pd.DataFrame(correlation["williams"]), hide_index=True)
+    metric = st.selectbox(
+        "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
+    )
+    st.altair_chart(metric_rating_chart(correlation, metric))
+    calibration = result.get("calibration")
+    if calibration:
+        table = present.calibration_table(calibration)
+        st.subheader(table.title)
+        left, middle, right = st.columns(3)
+        number, interval = present.number, present.interval
+        left.metric("best λ", number(calibration["best_lambda"]), help=f"95% CI {interval(calibration['ci_lambda'])}")
+        middle.metric("r at best λ", number(calibration["r_best"]), help=f"95% CI {interval(calibration['ci_r'])}")
+        right.metric("cross-validated r", present.number(calibration["cv_r"]))
+        st.altair_chart(r_lambda_chart(calibration))
+        show_table(table, subheader=False)

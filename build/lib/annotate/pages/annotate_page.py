@@ -1,0 +1,118 @@
+"""The annotator's page: one item at a time, for every task kind (the kind draws its item).
+
+Everything from the data is shown with ``st.text`` (plain text, never Markdown or HTML).
+The item area is an ``st.fragment``: a vote re-runs only the item, not the page.
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from annotate import service
+from annotate.kinds import KINDS, ItemContext
+from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
+from annotate.service import StudySummary
+
+
+def render() -> None:
+    user = require_user()
+    engine = app_engine()
+    studies = [s for s in service.list_studies(engine) if s.items]
+    st.title("Annotate")
+    if not studies:
+        st.info("There is no study to work on yet.")
+        return
+    study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}", key="study-choice")
+    if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
+        service.release_places(engine, user, keep_study=study.id)
+        st.session_state["annotating-study"] = study.id
+    with st.expander("Guideline"):
+        st.text(study.guideline or "No guideline was given for this study.")
+    item_panel(study, user.id)
+
+
+def _rerun_item() -> None:
+    """Re-run only the item fragment; a full run when not inside a fragment rerun (e.g. AppTest)."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:
+        st.rerun()
+
+
+def _finish(study: StudySummary, item_id: int) -> None:
+    st.session_state.pop(f"review-{study.id}", None)
+    st.session_state.pop(f"shown-{item_id}", None)
+    _rerun_item()
+
+
+def _seconds(item_id: int) -> float:
+    return round(time.time() - st.session_state.get(f"shown-{item_id}", time.time()), 3)
+
+
+@st.fragment
+def item_panel(study: StudySummary, user_id: int) -> None:
+    user = require_user()
+    engine = app_engine()
+    progress = service.my_progress(engine, user, study.id)
+    st.progress(
+        progress["study_fraction"],
+        text=f"You have judged {progress['mine']} items · the study is {100 * progress['study_fraction']:.0f}% complete",
+    )
+    history = service.my_history(engine, user, study.id)
+    review_key = f"review-{study.id}"
+    with st.expander("Go back to an earlier item"):
+        if history:
+            labels = {item_id: f"{key} (skipped)" if state == "skipped" else f"{position + 1}. {key}"
+                      for position, (item_id, key, state) in enumerate(history)}  # fmt: skip
+            choice = st.selectbox("Item you skipped or judged (skipped first, then newest first)", list(labels),
+                                  format_func=labels.get, key=f"back-{study.id}")  # fmt: skip
+            if st.button("Open it", key=f"open-{study.id}"):
+                st.session_state[review_key] = choice
+        else:
+            st.caption("You have not judged or skipped anything in this study yet.")
+    review_id = st.session_state.get(review_key)
+    item = guard(lambda: service.item_for(engine, user, review_id)) if review_id else service.next_item(engine, user, study.id)
+    if not item or item is True:
+        st.success("No more items for you in this study. Thank you!")
+        return
+    if review_id:
+        if any(item_id == review_id and state == "skipped" for item_id, _key, state in history):
+            st.info("You skipped this item earlier; judge it now, or go back to new items.")
+        else:
+            st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
+        if st.button("Back to new items", key="leave-review"):
+            _finish(study, item.id)
+    scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
+    st.session_state.setdefault(f"shown-{item.id}", time.time())
+    answers = service.my_answers(engine, user, item.id)
+    comment_key = f"comment-{item.id}"
+    if comment_key not in st.session_state:
+        st.session_state[comment_key] = service.my_comment(engine, user, item.id)
+    context = ItemContext(
+        item=item, answers=answers, state=st.session_state,
+        vote=lambda chosen, done: _vote(study, item, chosen, done=done),
+        skip_button=lambda: _skip_button(study, item),
+        comment_box=lambda: st.text_input("Comment (optional)", key=f"comment-{item.id}"),
+        finish=lambda: _finish(study, item.id),
+    )  # fmt: skip
+    KINDS[study.kind].render(st, context)
+
+
+def _vote(study: StudySummary, item, answers: dict[str, str], *, done: bool) -> None:
+    engine, user = app_engine(), require_user()
+    comment = st.session_state.get(f"comment-{item.id}", "")
+    saved = guard(lambda: service.submit(engine, user, item.id, answers, comment=comment, seconds=_seconds(item.id)))
+    if saved and done:
+        _finish(study, item.id)
+    elif saved:
+        _rerun_item()
+
+
+def _skip_button(study: StudySummary, item) -> None:
+    if st.button("Skip", shortcut="s", key="skip", help="Pass on this item (s)"):
+        service.skip(app_engine(), require_user(), item.id)
+        _finish(study, item.id)

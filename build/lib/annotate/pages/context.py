@@ -1,0 +1,166 @@
+"""Page plumbing: the engine, who is logged in, and showing untrusted text safely.
+
+Login state lives in the database (annotate.sessions); the browser keeps only a random
+token in a cookie, written by a tiny script of ours and read server-side from
+``st.context.cookies`` when a page is reloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import streamlit as st
+
+from annotate import servers
+from annotate.db import database_url, get_engine
+from annotate.demo import ensure_demo
+from annotate.models import Annotator
+from annotate.service import PermissionDenied
+from annotate.sessions import COOKIE_NAME, SESSION_HOURS, log_out, session_user
+
+
+def configured_url() -> str:
+    """The database URL: DST_JUDGE_DB from the environment, else from Streamlit secrets
+    (``.streamlit/secrets.toml``, never committed), else the embedded SQLite file."""
+    url = os.environ.get("DST_JUDGE_DB")
+    if not url:
+        try:
+            url = st.secrets.get("DST_JUDGE_DB")
+        except Exception:  # no secrets file: that is the normal case
+            url = None
+    return database_url(url)
+
+
+@st.cache_resource(show_spinner=False)
+def app_engine():
+    """One engine per server process; the demo is made on an empty database."""
+    url = configured_url()
+    engine = get_engine(url)
+    servers.register(url)  # SQLite only: lets every page see how many servers share the file
+    ensure_demo(engine)
+    return engine
+
+
+def warn_if_shared_sqlite() -> None:
+    warning = servers.sqlite_warning(configured_url())
+    if warning:
+        st.warning(warning)
+
+
+def current_user() -> Annotator | None:
+    """The logged-in annotator, checked against the database on every run."""
+    engine = app_engine()
+    token = st.session_state.get("token")
+    if token is None and not st.session_state.get("logged_out"):
+        token = st.context.cookies.get(COOKIE_NAME)
+    user = session_user(engine, token)
+    if user is None:
+        st.session_state.pop("token", None)
+        return None
+    st.session_state["token"] = token
+    return user
+
+
+def require_user() -> Annotator:
+    user = current_user()
+    if user is None:
+        st.error("Please log in.")
+        st.stop()
+    return user
+
+
+def require_admin_page() -> Annotator:
+    """Every admin page starts with this: the check is on the server, not in the menu."""
+    user = require_user()
+    if user.role != "admin":
+        st.error("This page needs an admin login.")
+        st.stop()
+    return user
+
+
+def client_address() -> str:
+    """Where a login attempt comes from, for throttling: the WebSocket peer's address, or, when
+    ``DST_JUDGE_TRUST_PROXY=1`` (behind our nginx, which sets it), the ``X-Real-IP`` header.
+    Never trusted for anything but the throttle's bookkeeping."""
+    if os.environ.get("DST_JUDGE_TRUST_PROXY") == "1":
+        forwarded = st.context.headers.get("X-Real-IP")
+        if isinstance(forwarded, str) and forwarded.strip():
+            return forwarded.strip()[:100]
+    address = st.context.ip_address  # None on localhost
+    return address[:100] if isinstance(address, str) and address else "local"
+
+
+def remember_login(token: str) -> None:
+    st.session_state["token"] = token
+    st.session_state.pop("logged_out", None)
+    st.session_state["cookie_action"] = "set"
+
+
+def logout() -> None:
+    user = current_user()
+    if user is not None:  # the items this person held go back to the others at once
+        from annotate.service import release_places
+
+        release_places(app_engine(), user)
+    log_out(app_engine(), st.session_state.get("token"))
+    for key in list(st.session_state.keys()):
+        del st.session_state[key]
+    st.session_state["logged_out"] = True
+    st.session_state["cookie_action"] = "delete"
+
+
+def sync_cookie() -> None:
+    """Carry out a pending cookie change in the browser.
+
+    A script of ours writes ``document.cookie``; the token is a URL-safe random string,
+    so it needs no escaping.  The cookie is
+    SameSite=Strict and expires with the server-side session.
+    """
+    action = st.session_state.pop("cookie_action", None)
+    token = st.session_state.get("token")
+    if action == "set" and token:
+        cookie = f"{COOKIE_NAME}={token}; path=/; max-age={int(SESSION_HOURS * 3600)}; samesite=strict"
+    elif action == "delete":
+        cookie = f"{COOKIE_NAME}=; path=/; max-age=0; samesite=strict"
+    else:
+        return
+    # Our own fixed script; nothing from users goes into it (the token is URL-safe random).
+    st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)
+
+
+def scroll_to_top(token: str) -> None:
+    r"""Scroll the page's main area to its top once per ``token``.
+
+    The main area (``stMain``: the element that scrolls in Streamlit's layout, not the window)
+    keeps its scroll position across reruns.  A fixed script of ours resets it; the token (an
+    item id, a created study) is part of the script, so it runs again only when the token
+    changes and not on every rerun.  Only our own ASCII tokens go in (``re`` keeps [\w -])."""
+    safe = re.sub(r"[^\w -]", "", token)
+    st.html(
+        f"<script>/* {safe} */ for (const main of document.querySelectorAll('[data-testid=\"stMain\"]'))"
+        " { main.scrollTop = 0; }</script>",
+        unsafe_allow_javascript=True,
+    )
+
+
+def show_refusal(headline: str, detail: str) -> None:
+    """A fixed headline, and the (untrusted) detail as plain text."""
+    st.error(headline)
+    st.text(detail)
+
+
+def guard(action, success: str | None = None):
+    """Run an action; show a refusal (ValueError / PermissionDenied) as text instead of a traceback."""
+    try:
+        result = action()
+    except PermissionDenied as err:
+        show_refusal("Not allowed.", str(err))
+        return None
+    except ValueError as err:
+        show_refusal("Refused; nothing was changed.", str(err))
+        return None
+    if success:
+        st.success(success)
+    return result if result is not None else True

@@ -1,0 +1,44 @@
+"""The login page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
+from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
+from annotate.servers import loopback_only
+from annotate.sessions import LoginRefused, log_in
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def _demo_active() -> bool:
+    return demo_accounts_active(app_engine())
+
+
+def _show_demo_accounts() -> bool:
+    """Only while the demo admin keeps its demo password and nobody else can reach this server."""
+    return loopback_only(st.get_option("server.address")) and _demo_active()
+
+
+def render() -> None:
+    st.title("DST Judge")
+    st.caption("Human evaluation of dialogue state tracking")
+    with st.form("login"):
+        name = st.text_input("Name")
+        password = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Log in", type="primary")
+    if submitted:
+        try:
+            _user, token = log_in(app_engine(), name, password, client=client_address())
+        except LoginRefused as err:
+            show_refusal("Login refused.", str(err))
+            return
+        remember_login(token)
+        st.rerun()
+    hint = setup_hint(app_engine())
+    if hint:
+        st.warning("No admin account yet.")
+        st.text(hint)
+    if _show_demo_accounts():
+        st.info("Demo accounts (change these passwords before a real study):")
+        st.dataframe([{"name": n, "password": p, "role": r} for n, p, r in DEMO_ACCOUNTS], hide_index=True)

@@ -1,0 +1,212 @@
+"""What the pages may do, with the permission check on the server side of every action.
+
+Pages call only these functions.  Each takes the acting annotator (``user``) as the
+login established it; admin actions refuse non-admins, and an annotator can only see
+items they were given and only read or change their own votes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, func, select
+
+from annotate import assignment, votes
+from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
+from annotate.db import read_session, write_session
+from annotate.models import Annotator, Assignment, Item, Study
+from annotate.studies import StudyError, create_study, question_spec
+from annotate.uploads import unpacked
+from metrics.analysis import AnalysisSettings
+
+
+@dataclass(frozen=True)
+class StudySummary:
+    id: int
+    name: str
+    kind: str
+    overlap: int
+    items: int
+    guideline: str
+
+
+def list_studies(engine: Engine) -> list[StudySummary]:
+    with read_session(engine) as session:
+        counts = dict(session.execute(select(Item.study_id, func.count()).group_by(Item.study_id)).all())
+        return [
+            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline)
+            for s in session.scalars(select(Study).order_by(Study.id))
+        ]
+
+
+# --- annotators ---------------------------------------------------------------------------
+
+
+def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
+    with write_session(engine) as session:
+        return assignment.next_item(session, study_id, user)
+
+
+def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
+    """An item the user holds or held; anything else is refused."""
+    with read_session(engine) as session:
+        mine = session.scalar(select(Assignment.id).where(Assignment.item_id == item_id, Assignment.annotator_id == user.id))
+        if mine is None and user.role != "admin":
+            raise PermissionDenied("this item is not assigned to you")
+        item = session.get(Item, item_id)
+        if item is None:
+            raise PermissionDenied("no such item")
+        return item
+
+
+def submit(
+    engine: Engine, user: Annotator, item_id: int, answers: dict[str, str], *, comment: str = "", seconds: float | None = None
+) -> None:
+    """One judgement: the answers to an item's questions, in one transaction."""
+    if not answers:
+        raise StudyError("nothing to save")
+    item_for(engine, user, item_id)
+    with write_session(engine) as session:
+        votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds)
+
+
+def release_places(engine: Engine, user: Annotator, *, keep_study: int | None = None) -> int:
+    """Give back the user's held items (all of them, or all but those of ``keep_study``)."""
+    with write_session(engine) as session:
+        return assignment.release(session, user.id, keep_study=keep_study)
+
+
+def skip(engine: Engine, user: Annotator, item_id: int) -> None:
+    with write_session(engine) as session:
+        assignment.skip_item(session, user, item_id)
+
+
+def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
+    with read_session(engine) as session:
+        return {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
+
+
+def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
+    with read_session(engine) as session:
+        events = votes.current_answers(session, user, item_id)
+        latest = max(events.values(), key=lambda e: e.id, default=None)
+        return latest.comment if latest else ""
+
+
+def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int, str, str]]:
+    """(item id, a label without the condition, ``"skipped"`` or ``"judged"``) of the items this user
+    skipped (oldest skip first) and then of those they judged (newest first)."""
+    with read_session(engine) as session:
+        skipped = [(item.id, item.key, "skipped") for item in votes.skipped_items(session, study_id, user)]
+        return skipped + [(item.id, item.key, "judged") for item in votes.judged_items(session, study_id, user)]
+
+
+def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
+    with read_session(engine) as session:
+        study = session.get(Study, study_id)
+        done = session.scalar(
+            select(func.count())
+            .select_from(Assignment)
+            .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == "done")
+        )
+        total = session.scalar(select(func.count()).select_from(Item).where(Item.study_id == study_id))
+        judged = session.scalar(
+            select(func.count()).select_from(Assignment).where(Assignment.study_id == study_id, Assignment.status == "done")
+        )
+        needed = total * study.overlap + (
+            session.scalar(select(func.sum(Item.extra_capacity)).where(Item.study_id == study_id)) or 0
+        )
+    return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
+
+
+# --- admins -------------------------------------------------------------------------------
+
+
+def create_study_from_uploads(
+    engine: Engine, user: Annotator, name: str, kind: str, files: list[tuple[str, bytes]], **options
+) -> StudySummary:
+    """The CLI's study creation, from uploaded files (.zip for folders); all or nothing.
+
+    Error messages name the uploaded file, not the temporary folder it was unpacked to.
+    """
+    require_admin(user)
+    if not files:
+        raise StudyError("upload at least one file")
+    with unpacked(files) as paths, write_session(engine) as session:
+        study = create_study(session, name, kind, paths, **options)
+        return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+
+
+def list_annotators(engine: Engine, user: Annotator) -> list[dict]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return [
+            {"name": a.name, "role": a.role, "login": a.password_hash is not None}
+            for a in session.scalars(select(Annotator).order_by(Annotator.name))
+        ]
+
+
+def add_person(engine: Engine, user: Annotator, name: str, password: str, role: str = "annotator") -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        add_annotator(session, name, password, role)
+
+
+def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        set_password(session, name, password)  # also ends their sessions and clears failed logins
+
+
+def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) -> None:
+    require_admin(user)
+    if overlap < 1:
+        raise StudyError("overlap must be at least 1")
+    with write_session(engine) as session:
+        assignment.lock_study(session, study_id).overlap = overlap
+
+
+def reopen(engine: Engine, user: Annotator, study_id: int, key: str, condition: str = "") -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        assignment.reopen_items(session, session.get(Study, study_id), key.strip(), condition.strip() or None)
+
+
+def study_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
+    require_admin(user)
+    with read_session(engine) as session:
+        return assignment.progress(session, study_id)
+
+
+def vote_table(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> list[dict]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return votes.vote_rows(session, study_id, history=history)
+
+
+def votes_csv(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> str:
+    return votes.rows_to_csv(vote_table(engine, user, study_id, history=history))
+
+
+def export(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    fmt: str,
+    settings=None,
+    *,
+    history: bool = False,
+    condition: str | None = None,
+) -> tuple[bytes, str]:
+    """One export format of a study as a download: (bytes, file name); several files come zipped."""
+    require_admin(user)
+    from annotate.study_data import load_study, study_analysis
+    from exports.formats import as_download, write
+
+    settings = settings or AnalysisSettings()
+    data = load_study(engine, study_id, history=history)
+    shared = lambda chosen: study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
+    return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))
+
+
+__all__ = ["PermissionDenied", "question_spec", "require_admin"]

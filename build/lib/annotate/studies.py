@@ -1,0 +1,139 @@
+"""Studies: creating one from files (one transaction), its questions and the values they take.
+
+How items are built from files is the task kind's business (``annotate/kinds/``); this module
+checks names, samples units, stores the study and its items, and applies gold answers.
+
+``sample`` draws N units at random with ``seed`` (a unit is a dialogue, a CoCo turn — both
+its conditions — or an SLU turn), as both papers' studies did.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from annotate.kinds import ItemDraft, StudyError, get_kind
+from annotate.kinds.base import BINARY
+from annotate.kinds.base import question_spec as spec_in
+from annotate.models import DEFAULT_TIMEOUT_MINUTES, Item, Study
+from formats import ReaderError
+from formats.gold import read_gold
+
+__all__ = ["ItemDraft", "StudyError", "build_items", "check_value", "create_study", "question_spec"]
+
+
+def question_spec(study: Study, name: str) -> dict:
+    """The spec of a question: study-level, or a binary question of the item's own (an SLU act)."""
+    return spec_in(study.questions, name)
+
+
+def required_questions(study: Study, item: Item) -> list[str]:
+    return [q for q in item.questions if question_spec(study, q).get("required", True)]
+
+
+def check_value(study: Study, item: Item, question: str, value: str) -> str:
+    """The value as stored; raises StudyError for an unknown question or a bad value."""
+    if question not in item.questions:
+        raise StudyError(f"item {item.key} has no question {question!r}")
+    spec = question_spec(study, question)
+    value = str(value).strip() if spec["type"] != "text" else str(value)
+    if spec["type"] == "binary" and value not in BINARY:
+        raise StudyError(f"question {question!r} takes 1 or 0, not {value!r}")
+    if spec["type"] == "choice" and value not in spec["values"]:
+        raise StudyError(f"question {question!r} takes one of {', '.join(spec['values'])}, not {value!r}")
+    return value
+
+
+def build_items(kind: str, paths: list, condition: str | None = None) -> list[ItemDraft]:
+    chosen = get_kind(kind)
+    if condition and not chosen.takes_condition:
+        raise StudyError(f"an {kind} study has no conditions")
+    return chosen.build_items(paths, condition)
+
+
+def sample_units(drafts: list[ItemDraft], sample: int | None, seed: int) -> list[ItemDraft]:
+    if sample is None:
+        return drafts
+    units = sorted({d.unit for d in drafts})
+    if sample <= 0 or sample > len(units):
+        raise StudyError(f"cannot sample {sample} units from {len(units)}")
+    chosen = set(random.Random(seed).sample(units, sample))
+    return [d for d in drafts if d.unit in chosen]
+
+
+def create_study(
+    session: Session,
+    name: str,
+    kind: str,
+    paths: list,
+    *,
+    overlap: int = 3,
+    condition: str | None = None,
+    guideline: str = "",
+    sample: int | None = None,
+    seed: int = 0,
+    gold_path: str | os.PathLike | None = None,
+    timeout_minutes: int = DEFAULT_TIMEOUT_MINUTES,
+) -> Study:
+    """Create a study and its items in the caller's transaction (nothing on any error)."""
+    name = name.strip()
+    if not name:
+        raise StudyError("a study needs a name")
+    if overlap < 1:
+        raise StudyError("overlap (annotators per item) must be at least 1")
+    if session.scalar(select(Study.id).where(Study.name == name)) is not None:
+        raise StudyError(f"a study named {name!r} exists already")
+    drafts = sample_units(build_items(kind, paths, condition), sample, seed)
+    keys = set()
+    for draft in drafts:
+        if (draft.key, draft.condition) in keys:
+            raise StudyError(f"item {draft.key} ({draft.condition or 'no condition'}) appears twice in the input")
+        keys.add((draft.key, draft.condition))
+    study = Study(
+        name=name,
+        kind=kind,
+        guideline=guideline,
+        overlap=overlap,
+        questions=list(get_kind(kind).questions),
+        settings={
+            "seed": seed,
+            "timeout_minutes": timeout_minutes,
+            "sample": sample,
+            "sources": [str(p) for p in paths],
+            "conditions": sorted({d.condition for d in drafts}),
+        },
+    )
+    session.add(study)
+    session.flush()
+    items = [
+        Item(
+            study_id=study.id, key=d.key, condition=d.condition, position=i, questions=d.questions, payload=d.payload, meta=d.meta
+        )
+        for i, d in enumerate(drafts)
+    ]
+    session.add_all(items)
+    if gold_path is not None:
+        apply_gold(study, items, read_gold(gold_path), gold_path)
+    session.flush()
+    return study
+
+
+def apply_gold(study: Study, items: list[Item], rows: list[dict], path) -> None:
+    by_key: dict[str, list[Item]] = {}
+    for item in items:
+        by_key.setdefault(item.key, []).append(item)
+    for line, row in enumerate(rows, start=2):
+        matches = by_key.get(row["item"], [])
+        if row.get("condition"):
+            matches = [m for m in matches if m.condition == row["condition"]]
+        if not matches:
+            raise ReaderError(path, f"line {line}", f"no item {row['item']!r} in the study")
+        for item in matches:
+            try:
+                value = check_value(study, item, row["question"], row["value"])
+            except StudyError as err:
+                raise ReaderError(path, f"line {line}", str(err)) from None
+            item.gold = {**(item.gold or {}), row["question"]: value}

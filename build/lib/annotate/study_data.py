@@ -1,0 +1,135 @@
+"""A study out of the vote store, for the writers and the analysis; and the analysis cache.
+
+``load_study`` reads a study once into plain data (``exports.study.StudyData``): items, votes,
+progress, the kind's dialogues, and an analyser bound to the study's kind.  ``study_analysis``
+keeps one analysis per study state and settings, shared by the Analysis page, every export and
+the report of an app server.
+
+No permission check in ``load_study``: the CLIs run with the database's own credentials, and the
+app reaches it only through functions that check the admin role (here and in ``annotate.service``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from sqlalchemy import Engine, func, select
+
+from annotate.assignment import progress
+from annotate.auth import require_admin
+from annotate.db import read_session
+from annotate.kinds import analyse as analyse_kind
+from annotate.kinds import get_kind
+from annotate.models import Annotator, Item, Study, VoteEvent
+from annotate.votes import vote_rows
+from exports.study import ItemRecord, StudyData
+from formats.tidy import VoteTable, votes_from_rows
+from metrics.analysis import AnalysisSettings, Progress
+
+
+def find_study(session, study: str | int) -> Study:
+    """A study by name (or id); an unknown one is a ValueError that lists the names."""
+    found = session.get(Study, study) if isinstance(study, int) else session.scalar(select(Study).where(Study.name == study))
+    if found is None:
+        names = ", ".join(session.scalars(select(Study.name).order_by(Study.name))) or "none yet"
+        raise ValueError(f"no study named {study!r} (studies: {names})")
+    return found
+
+
+def load_study(engine: Engine, study: str | int, *, history: bool = False) -> StudyData:
+    with read_session(engine) as session:
+        row = find_study(session, study)
+        items = [
+            ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity)
+            for i in session.scalars(select(Item).where(Item.study_id == row.id).order_by(Item.position, Item.id))
+        ]
+        kind = get_kind(row.kind)
+        data = StudyData(
+            name=row.name,
+            kind=row.kind,
+            guideline=row.guideline,
+            overlap=row.overlap,
+            settings=dict(row.settings or {}),
+            items=items,
+            votes=vote_rows(session, row.id),
+            history=vote_rows(session, row.id, history=True) if history else [],
+            progress_report=progress(session, row.id),
+            dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
+        )
+    data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
+        kind, data.vote_table(), data.items, settings, condition=condition, progress=progress
+    )
+    return data
+
+
+def study_votes(engine: Engine, user: Annotator, study_id: int) -> VoteTable:
+    require_admin(user)
+    with read_session(engine) as session:
+        rows = vote_rows(session, study_id)
+    return votes_from_rows(((r["item"], r["annotator"], r["question"], r["value"], r["condition"] or "") for r in rows), "votes")
+
+
+def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str]:
+    """The conditions (systems, variants) of a study's items, in item order."""
+    require_admin(user)
+    with read_session(engine) as session:
+        conditions = session.scalars(select(Item.condition).where(Item.study_id == study_id).order_by(Item.position))
+        return list(dict.fromkeys(conditions))
+
+
+def analyse(
+    engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None,
+    progress: Progress | None = None,
+) -> dict:  # fmt: skip
+    """Everything the analysis page shows (admin only); ``progress(fraction, text)`` is called between steps."""
+    require_admin(user)
+    return load_study(engine, study_id).analyser(settings, condition, progress)
+
+
+# One study's analysis per (database, study, settings, condition, votes), shared by the Analysis
+# page, every export and the report in this process: the bootstrap and the λ calibration take
+# seconds, and votes are append-only, so the count and the newest id of a study's vote events
+# say whether anything changed.
+_CACHE: OrderedDict[tuple, dict] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_ENTRIES = 32
+
+
+def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
+    """What a study's analysis depends on: its items never change; its votes only grow."""
+    with read_session(engine) as session:
+        created = session.scalar(select(Study.created_at).where(Study.id == study_id))
+        if created is None:
+            raise ValueError(f"no study with id {study_id}")
+        n_events, last_event = session.execute(
+            select(func.count(VoteEvent.id), func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study_id)
+        ).one()  # fmt: skip
+    return (engine.url.render_as_string(hide_password=False), study_id, created, settings, condition, n_events, last_event)
+
+
+def study_analysis(
+    engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None,
+    progress: Progress | None = None,
+) -> dict:  # fmt: skip
+    """:func:`analyse`, computed once per study state and settings (admin only; checked on every call).
+
+    The result is shared: callers must not change it."""
+    require_admin(user)
+    key = analysis_key(engine, study_id, settings, condition)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    result = analyse(engine, user, study_id, settings, condition=condition, progress=progress)
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > CACHE_ENTRIES:
+            _CACHE.popitem(last=False)
+    return result
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()

@@ -1,0 +1,232 @@
+"""The vote store: append-only vote events; the current vote is the latest event.
+
+``cast_vote`` never updates or deletes an event; changing a vote appends one.  It
+refuses a live vote that would give an item more than k holders (see assignment); imported
+votes (source ``import``: past judgements, e.g. the FGA study's 11 raters per dialogue) are
+taken whatever the overlap, and count as done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holders, lock_item
+from annotate.auth import find_annotator
+from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.studies import StudyError, check_value, required_questions
+from formats.errors import ReaderError, csv_rows
+from formats.safety import unneutralise
+
+EXPORT_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
+
+
+class CapacityError(StudyError):
+    """The item already has its k annotators."""
+
+
+def cast_vote(
+    session: Session,
+    annotator: Annotator,
+    item_id: int,
+    question: str,
+    value: str,
+    *,
+    comment: str = "",
+    seconds: float | None = None,
+    source: str = "human",
+    now: datetime | None = None,
+) -> VoteEvent:
+    """Append one vote event (in the caller's write transaction)."""
+    now = now or utcnow()
+    item = lock_item(session, item_id)
+    study = session.get(Study, item.study_id)
+    value = check_value(study, item, question, value)
+    assignment = session.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == annotator.id))
+    holds = assignment is not None and (
+        assignment.status == DONE or (assignment.status == ACTIVE and assignment.assigned_at >= cutoff(study, now))
+    )
+    if not holds:
+        others = holders(session, study, item.id, now) - {annotator.id}
+        # Overlap governs live assignment only: imported (past) judgements are taken as they are.
+        if source != "import" and len(others) >= study.overlap + item.extra_capacity:
+            raise CapacityError(
+                f"item {item.key} already has {len(others)} annotators (overlap {study.overlap}); an admin can re-open it"
+            )
+        assignment = claim(session, study, item, annotator, now)
+    event = VoteEvent(
+        item_id=item.id,
+        annotator_id=annotator.id,
+        question=question,
+        value=value,
+        comment=comment or "",
+        seconds=seconds,
+        source=source,
+        created_at=now,
+    )
+    session.add(event)
+    session.flush()
+    if source == "import":  # an imported judgement counts as done, whatever it answered
+        assignment.status, assignment.completed_at = DONE, assignment.completed_at or now
+    elif assignment.status != DONE:
+        answered = set(
+            session.scalars(
+                select(VoteEvent.question).where(VoteEvent.item_id == item.id, VoteEvent.annotator_id == annotator.id)
+            )
+        )
+        if set(required_questions(study, item)) <= answered:
+            assignment.status, assignment.completed_at = DONE, now
+    return event
+
+
+def cast_votes(session: Session, annotator: Annotator, item_id: int, answers: dict[str, str], **kwargs) -> list[VoteEvent]:
+    """Several questions of one item at once (one judgement)."""
+    return [cast_vote(session, annotator, item_id, q, v, **kwargs) for q, v in answers.items()]
+
+
+def _latest_ids(study_id: int):
+    return (
+        select(func.max(VoteEvent.id))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id)
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.question)
+    )
+
+
+def vote_rows(session: Session, study_id: int, *, history: bool = False, annotator_id: int | None = None) -> list[dict]:
+    """Current votes (or every event with ``history``) as export rows, oldest first."""
+    query = (
+        select(
+            Item.key,
+            Item.condition,
+            Annotator.name,
+            VoteEvent.question,
+            VoteEvent.value,
+            VoteEvent.comment,
+            VoteEvent.created_at,
+            VoteEvent.seconds,
+        )
+        .join(Item, Item.id == VoteEvent.item_id)
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        .where(Item.study_id == study_id)
+        .order_by(VoteEvent.id)
+    )
+    if not history:
+        query = query.where(VoteEvent.id.in_(_latest_ids(study_id)))
+    if annotator_id is not None:
+        query = query.where(VoteEvent.annotator_id == annotator_id)
+    return [
+        {
+            "item": key,
+            "condition": condition,
+            "annotator": name,
+            "question": question,
+            "value": value,
+            "comment": comment,
+            "created_at": created.isoformat(timespec="microseconds"),
+            "seconds": seconds,
+        }
+        for key, condition, name, question, value, comment, created, seconds in session.execute(query)
+    ]
+
+
+def current_answers(session: Session, annotator: Annotator, item_id: int) -> dict[str, VoteEvent]:
+    """This annotator's current vote per question on one item."""
+    events = session.scalars(
+        select(VoteEvent).where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == annotator.id).order_by(VoteEvent.id)
+    )
+    return {event.question: event for event in events}
+
+
+def skipped_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
+    """Items this annotator skipped and has not judged since, oldest skip first."""
+    return list(
+        session.scalars(
+            select(Item).join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED)
+            .order_by(Assignment.assigned_at, Item.id)
+        )
+    )  # fmt: skip
+
+
+def judged_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
+    """Items this annotator has voted on, most recent first (for going back)."""
+    last = (
+        select(VoteEvent.item_id, func.max(VoteEvent.id).label("last"))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id, VoteEvent.annotator_id == annotator.id)
+        .group_by(VoteEvent.item_id)
+        .subquery()
+    )
+    return list(session.scalars(select(Item).join(last, last.c.item_id == Item.id).order_by(last.c.last.desc())))
+
+
+def rows_to_csv(rows: Iterable[dict], columns=EXPORT_COLUMNS) -> str:
+    """Vote rows as spreadsheet-safe CSV (the exports package's writer)."""
+    from exports.tables import csv_bytes
+
+    return csv_bytes(rows, columns).decode()
+
+
+class _ImportRows:
+    """What a votes file's rows refer to: the study's items by key, and annotators by name (unknown
+    annotators are created without a login)."""
+
+    def __init__(self, session: Session, study: Study, path):
+        self.session, self.study, self.path = session, study, path
+        self.items: dict[str, list[Item]] = {}
+        for item in session.scalars(select(Item).where(Item.study_id == study.id)):
+            self.items.setdefault(item.key, []).append(item)
+        self.annotators: dict[str, Annotator] = {}
+
+    def item(self, line: int, row: dict) -> Item:
+        key = unneutralise(row["item"] or "")
+        condition = unneutralise(row.get("condition") or "")
+        matches = self.items.get(key, [])
+        if condition or len(matches) > 1:
+            matches = [m for m in matches if m.condition == condition]
+        if len(matches) != 1:
+            raise ReaderError(
+                self.path, f"line {line}", f"no single item {key!r} (condition {condition!r}) in study {self.study.name!r}"
+            )
+        return matches[0]
+
+    def annotator(self, line: int, row: dict) -> Annotator:
+        name = unneutralise(row["annotator"] or "").strip()
+        if not name:
+            raise ReaderError(self.path, f"line {line}", "empty annotator name")
+        if name not in self.annotators:
+            annotator = find_annotator(self.session, name)
+            if annotator is None:
+                annotator = Annotator(name=name, role="annotator", password_hash=None)
+                self.session.add(annotator)
+                self.session.flush()
+            self.annotators[name] = annotator
+        return self.annotators[name]
+
+
+def import_votes(session: Session, study: Study, path, text: str) -> int:
+    """Tidy CSV (item, annotator, question, value[, comment, condition, seconds]) into the study.
+
+    Imported votes are past judgements: stored whatever the overlap, counted as done (``cast_vote``
+    with source ``import``).  One transaction: the first bad row raises a ReaderError naming its
+    line, and the caller rolls everything back.
+    """
+    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
+    refer = _ImportRows(session, study, path)
+    count = 0
+    for line, row in rows:
+        item, annotator = refer.item(line, row), refer.annotator(line, row)
+        seconds = row.get("seconds")
+        try:
+            cast_vote(
+                session, annotator, item.id, unneutralise(row["question"] or ""), unneutralise(row["value"] or ""),
+                comment=unneutralise(row.get("comment") or ""), seconds=float(seconds) if seconds else None, source="import",
+            )  # fmt: skip
+        except (StudyError, ValueError) as err:
+            raise ReaderError(path, f"line {line}", str(err)) from None
+        count += 1
+    return count

@@ -1,0 +1,113 @@
+"""A study report, self-contained: HTML (plots as embedded PNG) or Markdown (same content).
+
+Sections: settings and signatures, progress, agreement, majority results (the CoCo
+paper's Table 3 layout for coco studies), metric–human correlations with CIs, and the
+r(λ) plot with λ*.  Everything from the data (names, keys, conditions, notes) is escaped:
+HTML with ``html.escape``, Markdown with backslashes, so it shows as text.  No timestamp
+is written, so the same votes and settings give the same report.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+from metrics import __version__
+from metrics.present import Table, analysis_tables
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def md_escape(text) -> str:
+    """Backslash-escape Markdown syntax (and angle brackets, so no HTML gets through).
+
+    >>> md_escape("![x](http://example.invalid/a.png) <b>")
+    '\\\\!\\\\[x\\\\]\\\\(http://example\\\\.invalid/a\\\\.png\\\\) \\\\<b\\\\>'
+    """
+    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
+
+
+def sections(data, analysis: dict, settings) -> list[Table]:
+    """The report's tables: its settings and the study's progress, then the analysis tables that the
+    Analysis page and the CLI show too (``metrics.present``); plain strings, unescaped."""
+    progress = data.progress_report
+    settings_rows = [
+        ["study", data.name], ["kind", data.kind], ["overlap (k)", str(data.overlap)],
+        ["agreement level", settings.level], ["majority ties", settings.tie], ["human rating", settings.rating],
+        ["FGA λ values", ", ".join(f"{v:g}" for v in settings.lambdas)],
+        ["λ grid", f"linspace {settings.grid[0]:g}..{settings.grid[1]:g}, {settings.grid[2]} points"],
+        ["bootstrap resamples", str(settings.resamples)], ["cross-validation folds", str(settings.folds)],
+        ["seed", str(settings.seed)], ["DST Judge", __version__],
+    ]  # fmt: skip
+    progress_rows = [
+        ["items", str(progress["items"])], ["items complete", str(progress["items_complete"])],
+        ["judgements", f"{progress['judgements_done']} / {progress['judgements_needed']}"],
+        ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
+        ["vote events", str(progress["vote_events"])],
+    ]  # fmt: skip
+    return [
+        Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
+        Table("Progress", ("", ""), progress_rows),
+        *analysis_tables(analysis, settings.tie),
+    ]
+
+
+def _plot_png(analysis: dict) -> bytes | None:
+    if "calibration" not in analysis:
+        return None
+    from exports.charts import png_bytes, r_lambda_chart
+
+    return png_bytes(r_lambda_chart(analysis["calibration"]))
+
+
+def to_html(data, analysis: dict, settings) -> bytes:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # No scripts and no outside resources: a CSP that forbids both, in case anything slipped through.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">",
+        f"<title>DST Judge report: {e(data.name)}</title>",
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+        "table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #bbb;padding:.2em .6em;text-align:left}"
+        "th{background:#eee}p.note{color:#555;font-size:.9em;overflow-wrap:anywhere}</style></head><body>",
+        f"<h1>DST Judge report: {e(data.name)}</h1>",
+    ]
+    for table in sections(data, analysis, settings):
+        heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
+        parts.append(f"<h2>{e(heading)}</h2>")
+        if rows:
+            parts.append("<table>")
+            if any(header):
+                parts.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+            parts += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
+            parts.append("</table>")
+        parts += [f'<p class="note">{e(p)}</p>' for p in paragraphs]
+        if heading.startswith("λ calibration"):
+            png = _plot_png(analysis)
+            if png:
+                data_uri = base64.b64encode(png).decode()
+                parts.append(f'<img alt="r(λ) with its bootstrap band" width="640" src="data:image/png;base64,{data_uri}">')
+    parts.append("</body></html>")
+    return ("\n".join(parts) + "\n").encode()
+
+
+def to_markdown(data, analysis: dict, settings) -> bytes:
+    lines = [f"# DST Judge report: {md_escape(data.name)}", ""]
+    for table in sections(data, analysis, settings):
+        heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
+        lines += [f"## {md_escape(heading)}", ""]
+        if rows:
+            lines.append("| " + " | ".join(md_escape(h) for h in header) + " |")
+            lines.append("|" + "---|" * len(header))
+            lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+            lines.append("")
+        lines += [md_escape(p) + "  " for p in paragraphs]
+        if paragraphs:
+            lines.append("")
+        if heading.startswith("λ calibration"):
+            png = _plot_png(analysis)
+            if png:
+                lines += [f"![r(λ) with its bootstrap band](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
+    return "\n".join(lines).encode()

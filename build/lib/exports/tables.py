@@ -1,0 +1,97 @@
+"""Tidy tables: votes (CSV, JSON lines, Parquet), majority labels, agreement, correlation,
+calibration.  Every CSV goes through :func:`formats.safety.neutralise` (spreadsheet safety).
+
+Column contracts:
+
+- votes: item, condition, annotator, question, value, comment, created_at, seconds
+- majority: item, condition, question, n_votes, majority, tie, soft, median, counts
+  (``counts`` is a JSON object {answer: votes}); the free-text ``transcription`` is left out
+- agreement: question, n_items, n_annotators, n_votes, level, then each coefficient with
+  ``_low`` / ``_high`` (95 % bootstrap CI), notes
+- correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
+  bootstrap_high, spearman, kendall, signature
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Sequence
+
+from formats.safety import neutralise_row
+
+VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
+MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts")
+COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
+AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
+                     *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
+CORRELATION_COLUMNS = ("metric", "n", "pearson", "pearson_low", "pearson_high", "p_value", "bootstrap_low",
+                       "bootstrap_high", "spearman", "kendall", "signature")  # fmt: skip
+
+
+def csv_bytes(rows: Iterable[dict], columns: Sequence[str]) -> bytes:
+    buffer = io.StringIO()
+    # CRLF (RFC 4180): Python's csv quotes a field only for the characters of its line terminator,
+    # so with "\n" alone a lone "\r" in a comment would be written bare and split the row.
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\r\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(neutralise_row({k: ("" if v is None else v) for k, v in row.items()}))
+    return buffer.getvalue().encode()
+
+
+def votes_csv(rows: list[dict]) -> bytes:
+    return csv_bytes(rows, VOTE_COLUMNS)
+
+
+def votes_jsonl(rows: list[dict]) -> bytes:
+    return "".join(json.dumps({k: row.get(k) for k in VOTE_COLUMNS}, ensure_ascii=False) + "\n" for row in rows).encode()
+
+
+def votes_parquet(rows: list[dict]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(c, pa.float64() if c == "seconds" else pa.string()) for c in VOTE_COLUMNS])
+    table = pa.Table.from_pylist([{k: row.get(k) for k in VOTE_COLUMNS} for row in rows], schema=schema)
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def majority_csv(majority: dict) -> bytes:
+    rows = []
+    for question, table in majority.items():
+        for row in table["rows"]:
+            counts = {k[2:]: v for k, v in row.items() if k.startswith("n_") and k != "n_votes"}
+            rows.append({**{c: row[c] for c in MAJORITY_COLUMNS if c in row}, "question": question,
+                         "tie": int(row["tie"]), "counts": json.dumps(counts, ensure_ascii=False)})  # fmt: skip
+    return csv_bytes(rows, MAJORITY_COLUMNS)
+
+
+def agreement_csv(agreement: dict) -> bytes:
+    rows = []
+    for question, report in agreement["questions"].items():
+        row = {key: report[key] for key in ("n_items", "n_annotators", "n_votes", "level")}
+        row["question"] = question
+        for name in COEFFICIENTS:
+            ci = report["ci"].get(name) or (None, None)
+            row.update({name: report[name], f"{name}_low": ci[0], f"{name}_high": ci[1]})
+        row["notes"] = "; ".join(report["notes"])
+        rows.append(row)
+    return csv_bytes(rows, AGREEMENT_COLUMNS)
+
+
+def correlation_csv(correlation: dict) -> bytes:
+    rows = []
+    for row in correlation["metrics"]:
+        fisher = row["pearson_ci"] or (None, None)
+        boot = row["bootstrap_ci"] or (None, None)
+        rows.append({**row, "pearson_low": fisher[0], "pearson_high": fisher[1], "bootstrap_low": boot[0],
+                     "bootstrap_high": boot[1], "signature": correlation["signature"]})  # fmt: skip
+    return csv_bytes(rows, CORRELATION_COLUMNS)
+
+
+def calibration_json(calibration: dict) -> bytes:
+    return (json.dumps(calibration, indent=1, allow_nan=False) + "\n").encode()

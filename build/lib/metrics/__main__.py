@@ -1,0 +1,213 @@
+"""``python -m metrics``: score DST predictions and analyse human judgements.
+
+    python -m metrics score PATH... [--format F] [--lambdas 0.25,0.5,0.75,1 | START:STOP:NUM]
+                                    [--slots N] [--rsa macro|macro-skip|micro] [--normalise]
+                                    [--per-dialogue] [--by-domain] [--json]
+    python -m metrics agreement VOTES.csv [--question Q] [--level nominal|ordinal|interval|ratio]
+                                    [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
+    python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
+                                    [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+    python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
+                                    [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
+
+The JSON contracts are in the README.  Imports stay lean (numpy and the readers only) for
+``score``, so that a whole-process run is fast; the analysis commands import scipy lazily.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _add_score(subparsers) -> None:
+    score = subparsers.add_parser("score", help="score predictions: JGA, M2, FGA(λ), SA, AGA, RSA, F1")
+    score.add_argument("paths", nargs="+", metavar="PATH", help="prediction files or folders (pooled into one corpus)")
+    score.add_argument("--format", dest="fmt", help="input format (default: detected per file)")
+    score.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="list 0.25,0.5 or range START:STOP:NUM")
+    score.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30, MultiWOZ)")
+    score.add_argument("--rsa", default="macro", choices=("macro", "macro-skip", "micro"), help="RSA aggregation over turns")
+    score.add_argument("--normalise", "--normalize", action="store_true", help="lower-case values and fold white space")
+    score.add_argument("--per-dialogue", action="store_true", help="also score each dialogue")
+    score.add_argument("--by-domain", action="store_true", help="also score each domain")
+    score.add_argument("--json", action="store_true", help="print the JSON contract instead of tables")
+
+
+def _add_prediction_options(parser, *, lambdas: bool) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PREDICTIONS", help="prediction files or folders")
+    parser.add_argument("--format", dest="fmt", help="input format (default: detected per file)")
+    if lambdas:
+        parser.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values: list or START:STOP:NUM")
+    parser.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30)")
+    parser.add_argument("--rsa", default="macro", choices=("macro", "macro-skip", "micro"))
+    parser.add_argument("--normalise", "--normalize", action="store_true")
+
+
+def _add_rating_options(parser) -> None:
+    parser.add_argument("--ratings", required=True, help="CSV with item (dialogue id), annotator, value")
+    parser.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
+    parser.add_argument("--condition", help="only votes of this condition (system)")
+    parser.add_argument("--rating", default="mean", choices=("mean", "majority", "pairs"), help="human rating per dialogue")
+    parser.add_argument("--tie", default="none", help="majority tie policy: none, random, fixed:<label>")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over dialogues (0: none)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+
+
+def _add_analysis(subparsers) -> None:
+    agreement = subparsers.add_parser("agreement", help="inter-annotator agreement of a tidy votes CSV")
+    agreement.add_argument("votes", metavar="VOTES.csv")
+    agreement.add_argument("--question", help="only this question (default: every question)")
+    agreement.add_argument("--level", default="nominal", choices=("nominal", "ordinal", "interval", "ratio"))
+    agreement.add_argument("--gold", help="gold answers CSV (item, question, value[, condition]) for attention checks")
+    agreement.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items (0: none)")
+    agreement.add_argument("--seed", type=int, default=0)
+    agreement.add_argument("--json", action="store_true")
+    correlate = subparsers.add_parser("correlate", help="correlation of every metric with human ratings per dialogue")
+    _add_rating_options(correlate)
+    _add_prediction_options(correlate, lambdas=True)
+    calibrate = subparsers.add_parser("calibrate", help="the λ that makes FGA agree most with human ratings")
+    _add_rating_options(calibrate)
+    _add_prediction_options(calibrate, lambdas=False)
+    calibrate.add_argument("--grid", default="0:10:1001", help="START:STOP:NUM like numpy.linspace (default 0:10:1001)")
+    calibrate.add_argument("--folds", type=int, default=5, help="k for k-fold cross-validation")
+    calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def format_table(result: dict, *, max_fga_columns: int = 8) -> str:
+    """The FGA paper's Table 1 columns plus RSA and F1, one row per corpus / dialogue / domain."""
+    labels = list(result["corpus"]["fga"])
+    wide = len(labels) <= max_fga_columns
+    header = ["", "#Turns", "#M1", "#M2", "JGA", "SA", "AGA", *(f"FGA_{lab}" for lab in labels if wide), "RSA", "F1"]
+    rows = [("corpus", result["corpus"])]
+    rows += [(d["id"], d) for d in result["dialogues"]]
+    rows += [(f"domain:{name}", d) for name, d in result["domains"].items()]
+    body = []
+    for name, row in rows:
+        cells = [name, str(row["turns"]), str(row["exact_matches"]), str(row["turn_matches"])]
+        cells += [_percent(row[k]) for k in ("jga", "sa", "aga")]
+        if wide:
+            cells += [_percent(row["fga"][lab]) for lab in labels]
+        cells += [_percent(row["rsa"]), _percent(row["f1"])]
+        body.append(cells)
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [header, *body]]
+    if not wide:
+        lines += ["", "λ         FGA (corpus)"]
+        lines += [f"{lab:<9} {_percent(result['corpus']['fga'][lab])}" for lab in labels]
+    lines += ["", f"signature: {result['signature']}"]
+    return "\n".join(lines)
+
+
+def run_score(args) -> int:
+    from formats import load_dialogues
+    from metrics.corpus import ScoreSettings, parse_lambdas, score_dialogues
+
+    lambdas, labels = parse_lambdas(args.lambdas)
+    settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
+    dialogues = load_dialogues(args.paths, args.fmt)
+    result = score_dialogues(dialogues, settings, per_dialogue=args.per_dialogue, by_domain=args.by_domain)
+    print(json.dumps(result, indent=1) if args.json else format_table(result))
+    return 0
+
+
+def _read_gold(path: str) -> dict:
+    """Gold answers in the study gold-file format: {((item, condition), question): value}."""
+    from formats.gold import read_gold
+
+    return {((row["item"], row.get("condition", "") or ""), row["question"]): row["value"] for row in read_gold(path)}
+
+
+def run_agreement(args) -> int:
+    from formats.tidy import read_votes
+    from metrics.analysis import agreement_all
+
+    table = read_votes(args.votes)
+    gold = _read_gold(args.gold) if args.gold else None
+    result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed, gold=gold)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    tables = (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result))
+    print("\n\n".join(table.to_text() for table in tables))
+    return 0
+
+
+def _load_for_rating(args):
+    from formats import load_dialogues
+    from formats.tidy import read_votes
+    from metrics.analysis import select_votes
+
+    votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question, args.condition)
+    return load_dialogues(args.paths, args.fmt), votes
+
+
+def run_correlate(args) -> int:
+    from metrics.analysis import correlate_study
+    from metrics.corpus import ScoreSettings, parse_lambdas
+
+    lambdas, labels = parse_lambdas(args.lambdas)
+    settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
+    dialogues, votes = _load_for_rating(args)
+    result = correlate_study(
+        dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed
+    )
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    print(present.correlation_table(result).to_text())
+    return 0
+
+
+def run_calibrate(args) -> int:
+    from metrics.analysis import calibrate_study
+    from metrics.calibrate import parse_grid
+    from metrics.corpus import ScoreSettings
+
+    grid = parse_grid(args.grid)
+    settings = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid), args.slots, args.rsa, args.normalise)
+    dialogues, votes = _load_for_rating(args)
+    result = calibrate_study(
+        dialogues, votes, settings, grid, rating=args.rating, tie=args.tie,
+        resamples=args.bootstrap, folds=args.folds, seed=args.seed,
+    )  # fmt: skip
+    if args.plot:
+        from exports.charts import r_lambda_chart, save_chart
+
+        save_chart(r_lambda_chart(result), args.plot)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    print(present.calibration_table(result).to_text())
+    return 0
+
+
+COMMANDS = {"score": run_score, "agreement": run_agreement, "correlate": run_correlate, "calibrate": run_calibrate}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m metrics", description="DST metrics and human-judgement analysis")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    _add_score(subparsers)
+    _add_analysis(subparsers)
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ValueError as err:  # ReaderError is a ValueError: one clear line, no traceback
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

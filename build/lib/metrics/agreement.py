@@ -1,0 +1,310 @@
+"""Inter-annotator agreement from a :class:`~metrics.aggregate.UnitTable`.
+
+Coefficients (each from the per-unit category counts, so a bootstrap resample of units is
+just a resample of rows):
+
+- percent agreement: mean over units with ≥ 2 votes of the share of agreeing vote pairs;
+- Krippendorff's α through the ``krippendorff`` package, level always passed explicitly;
+- Fleiss' κ: statsmodels' ``fleiss_kappa`` when every voted unit has the same number of
+  votes, else the usual generalisation to unequal counts (irrCAC's ``fleiss.kappa.raw``):
+  chance agreement Σ π_k² with π_k the mean over voted units of each unit's share of k;
+- Gwet's AC1 with the same π_k: chance agreement Σ π_k (1 − π_k) / (q − 1);
+- pairwise Cohen's κ through statsmodels' ``cohens_kappa`` on each pair's shared units.
+
+A coefficient that cannot be computed is ``None`` with a note saying why — never NaN.
+
+Krippendorff's (2011) example, observers A–D on 12 units:
+
+>>> from formats.tidy import votes_from_rows
+>>> data = {"A": "1 2 3 3 2 1 4 1 2 . . .", "B": "1 2 3 3 2 2 4 1 2 5 . 3",
+...         "C": ". 3 3 3 2 3 4 2 2 5 1 .", "D": "1 2 3 3 2 4 4 1 2 5 1 ."}
+>>> rows = [(str(u), a, "q", v) for a, line in data.items() for u, v in enumerate(line.split()) if v != "."]
+>>> table = unit_table(votes_from_rows(rows).votes)
+>>> [round(krippendorff_alpha(table, level), 3) for level in ("nominal", "ordinal", "interval", "ratio")]
+[0.743, 0.815, 0.849, 0.797]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from formats.tidy import Vote
+from metrics.aggregate import UnitTable, majority_from_counts, unit_table
+
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+# krippendorff builds a units × values² array; above this we switch or refuse (see alpha).
+ALPHA_MAX_BYTES = int(float(os.environ.get("DST_JUDGE_ALPHA_MAX_MB", "256")) * 1024 * 1024)
+
+
+class Undefined(ValueError):
+    """A coefficient that cannot be computed for this data; the message says why."""
+
+
+def _percent_per_unit(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    agree = (counts * (counts - 1)).sum(axis=1)
+    return agree[pairable] / (m[pairable] * (m[pairable] - 1)), pairable
+
+
+def percent_agreement(counts: np.ndarray) -> float:
+    per_unit, _ = _percent_per_unit(counts)
+    if per_unit.size == 0:
+        raise Undefined("no item has two or more votes")
+    return float(per_unit.mean())
+
+
+def _prevalence(counts: np.ndarray) -> np.ndarray:
+    m = counts.sum(axis=1)
+    rated = m >= 1
+    return (counts[rated] / m[rated, None]).mean(axis=0)
+
+
+def fleiss_kappa(counts: np.ndarray) -> float:
+    """Fleiss' κ (generalised to unequal vote counts; statsmodels' when they are equal).
+
+    >>> wiki = [[0,0,0,0,14],[0,2,6,4,2],[0,0,3,5,6],[0,3,9,2,0],[2,2,8,1,1],
+    ...         [7,7,0,0,0],[3,2,6,3,0],[2,5,3,2,2],[6,5,2,1,0],[0,2,2,3,7]]
+    >>> round(fleiss_kappa(np.array(wiki, dtype=float)), 3)
+    0.21
+    """
+    pa = percent_agreement(counts)
+    m = counts.sum(axis=1)
+    voted = counts[m >= 1]
+    pi = _prevalence(counts)
+    pe = float((pi**2).sum())
+    if np.isclose(pe, 1.0):
+        raise Undefined("every vote has the same answer, so chance agreement is 1 and κ is 0/0")
+    if np.all(voted.sum(axis=1) == voted[0].sum()):
+        from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
+
+        return float(statsmodels_fleiss(voted, method="fleiss"))
+    return (pa - pe) / (1.0 - pe)
+
+
+def gwet_ac1(counts: np.ndarray) -> float:
+    """Gwet's AC1; meaningful when one answer dominates (κ's paradox)."""
+    q = counts.shape[1]
+    if q < 2:
+        raise Undefined("only one possible answer")
+    pa = percent_agreement(counts)
+    pi = _prevalence(counts)
+    pe = float((pi * (1 - pi)).sum() / (q - 1))
+    return (pa - pe) / (1.0 - pe)
+
+
+def _interval_alpha(counts: np.ndarray, values: np.ndarray) -> float:
+    """Interval α in closed form from sums of squares (no values² array): for many distinct values."""
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    counts, m = counts[pairable], m[pairable]
+    n = m.sum()
+    s1 = counts @ values
+    s2 = counts @ values**2
+    observed = ((2 * m * s2 - 2 * s1**2) / (m - 1)).sum() / n
+    expected = (2 * n * s2.sum() - 2 * s1.sum() ** 2) / (n * (n - 1))
+    if expected == 0:
+        raise Undefined("all pairable votes have the same value, so expected disagreement is 0")
+    return float(1.0 - observed / expected)
+
+
+def alpha_from_counts(counts: np.ndarray, values: np.ndarray | None, level: str) -> float:
+    """Krippendorff's α of a units × categories count table at a level of measurement."""
+    import krippendorff
+
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if level != "nominal" and values is None:
+        raise Undefined(f"{level} α needs numeric answers; use --level nominal")
+    pairable = counts.sum(axis=1) >= 2
+    if not pairable.any():
+        raise Undefined("no item has two or more votes")
+    used = counts[pairable].sum(axis=0) > 0
+    if used.sum() < 2:
+        raise Undefined("all pairable votes have the same answer, so expected disagreement is 0")
+    counts = counts[pairable][:, used]
+    domain = np.arange(counts.shape[1]) if values is None else values[used]
+    if counts.shape[0] * counts.shape[1] ** 2 * 8 > ALPHA_MAX_BYTES:
+        if level == "interval":
+            return _interval_alpha(counts, domain)
+        raise Undefined(
+            f"{counts.shape[1]} distinct answers over {counts.shape[0]} items would need "
+            f"{counts.shape[0] * counts.shape[1] ** 2 * 8 / 1e6:.0f} MB; use --level interval or fewer categories"
+        )
+    if level == "nominal":
+        domain = np.arange(counts.shape[1])  # category labels need not be numbers
+    return float(krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level))
+
+
+def krippendorff_alpha(table: UnitTable, level: str) -> float:
+    return alpha_from_counts(table.counts, table.numeric_values, level)
+
+
+def cohen_kappa(codes_a: np.ndarray, codes_b: np.ndarray, n_categories: int) -> tuple[float, int]:
+    """Cohen's κ on the units both annotators judged (statsmodels); (κ, number of shared units).
+
+    >>> a = np.array([0] * 25 + [1] * 25); b = np.array([0] * 20 + [1] * 5 + [0] * 10 + [1] * 15)
+    >>> cohen_kappa(a, b, 2)   # Wikipedia's example: 20 yes/yes, 5, 10, 15 no/no
+    (0.4, 50)
+    """
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    shared = ~np.isnan(codes_a) & ~np.isnan(codes_b)
+    n = int(shared.sum())
+    if n < 2:
+        raise Undefined(f"only {n} shared item(s)")
+    table = np.zeros((n_categories, n_categories))
+    np.add.at(table, (codes_a[shared].astype(int), codes_b[shared].astype(int)), 1.0)
+    row, col = table.sum(axis=1) / n, table.sum(axis=0) / n
+    if np.isclose((row * col).sum(), 1.0):
+        raise Undefined("both gave one and the same answer throughout, so κ is 0/0")
+    return round(float(cohens_kappa(table, return_results=False)), 12), n
+
+
+def _safe(compute, notes: list[str], name: str):
+    try:
+        value = compute()
+    except Undefined as why:
+        notes.append(f"{name}: {why}")
+        return None
+    if value is None or not np.isfinite(value):
+        notes.append(f"{name}: not defined for this data")
+        return None
+    return float(value)
+
+
+def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None = None) -> list[dict]:
+    """Each annotator against the majority of the others (ties skipped), and on gold items."""
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    rows = []
+    n_categories = len(table.categories)
+    for a, name in enumerate(table.annotators):
+        mine = table.codes[a]
+        voted = ~np.isnan(mine)
+        others = table.counts.copy()
+        others[np.flatnonzero(voted), mine[voted].astype(int)] -= 1
+        majority = majority_from_counts(others, list(range(n_categories)), "none").labels
+        pairs = [(int(mine[u]), majority[u]) for u in np.flatnonzero(voted) if majority[u] is not None]
+        row = {"annotator": name, "n_votes": int(voted.sum()), "n_compared": len(pairs), "agree_with_others": None,
+               "kappa_with_others": None, "gold_accuracy": None, "n_gold": 0}  # fmt: skip
+        if pairs:
+            row["agree_with_others"] = sum(m == o for m, o in pairs) / len(pairs)
+            confusion = np.zeros((n_categories, n_categories))
+            np.add.at(confusion, tuple(np.array(pairs).T), 1.0)
+            margins = (confusion.sum(axis=1) / len(pairs)) @ (confusion.sum(axis=0) / len(pairs))
+            if not np.isclose(margins, 1.0):
+                row["kappa_with_others"] = round(float(cohens_kappa(confusion, return_results=False)), 12)
+        if gold:
+            checked = [(table.categories[int(mine[u])], gold[unit]) for u, unit in enumerate(table.units)
+                       if voted[u] and unit in gold]  # fmt: skip
+            row["n_gold"] = len(checked)
+            if checked:
+                row["gold_accuracy"] = sum(mine_value == g for mine_value, g in checked) / len(checked)
+        rows.append(row)
+    return rows
+
+
+POINT_COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
+
+
+def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str) -> dict[str, float]:
+    """The four unit-level coefficients (NaN where undefined), for bootstrap resamples."""
+    out = {}
+    for name, compute in (
+        ("percent_agreement", lambda: percent_agreement(counts)),
+        ("krippendorff_alpha", lambda: alpha_from_counts(counts, values, level)),
+        ("fleiss_kappa", lambda: fleiss_kappa(counts)),
+        ("gwet_ac1", lambda: gwet_ac1(counts)),
+    ):
+        try:
+            out[name] = compute()
+        except Undefined:
+            out[name] = np.nan
+    return out
+
+
+def bootstrap_cis(
+    table: UnitTable, level: str, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> tuple[dict[str, list[float] | None], list[str]]:
+    """Percentile CIs over items (units with ≥ 2 votes resampled with replacement)."""
+    counts = table.counts[table.votes_per_unit >= 2]
+    notes: list[str] = []
+    if resamples <= 0 or counts.shape[0] < 2:
+        return {name: None for name in POINT_COEFFICIENTS}, ["bootstrap: needs at least two items with two votes"]
+    rng = np.random.default_rng(seed)
+    draws = {name: [] for name in POINT_COEFFICIENTS}
+    values = table.numeric_values
+    for _ in range(resamples):
+        sample = counts[rng.integers(0, counts.shape[0], counts.shape[0])]
+        for name, value in _coefficients(sample, values, level).items():
+            draws[name].append(value)
+    tail = (1 - confidence) / 2 * 100
+    cis: dict[str, list[float] | None] = {}
+    for name, values_drawn in draws.items():
+        finite = np.array(values_drawn)[np.isfinite(values_drawn)]
+        if finite.size < resamples / 2:
+            cis[name] = None
+            continue
+        if finite.size < resamples:
+            notes.append(f"bootstrap {name}: {resamples - finite.size} of {resamples} resamples undefined, left out")
+        cis[name] = [float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))]
+    return cis, notes
+
+
+def agreement_report(
+    votes: list[Vote],
+    *,
+    level: str = "nominal",
+    resamples: int = 1000,
+    seed: int = 0,
+    gold: Mapping[tuple[str, str], str] | None = None,
+) -> dict:
+    """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question)."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    table = unit_table(votes)
+    notes: list[str] = []
+    single = int((table.votes_per_unit == 1).sum())
+    if single:
+        notes.append(f"{single} item(s) with a single vote: left out of agreement")
+    if len(table.annotators) < 2:
+        notes.append("only one annotator: agreement is not defined")
+    values = table.numeric_values
+    result = {
+        "n_items": len(table.units),
+        "n_annotators": len(table.annotators),
+        "n_votes": int(table.counts.sum()),
+        "n_pairable_items": int((table.votes_per_unit >= 2).sum()),
+        "level": level,
+        "categories": table.categories,
+        "percent_agreement": _safe(lambda: percent_agreement(table.counts), notes, "percent agreement"),
+        "krippendorff_alpha": _safe(lambda: alpha_from_counts(table.counts, values, level), notes, "Krippendorff's α"),
+        "fleiss_kappa": _safe(lambda: fleiss_kappa(table.counts), notes, "Fleiss' κ"),
+        "gwet_ac1": _safe(lambda: gwet_ac1(table.counts), notes, "Gwet's AC1"),
+        "cohen_kappa_pairwise": [],
+        "annotators": annotator_rows(table, gold),
+    }
+    for a in range(len(table.annotators)):
+        for b in range(a + 1, len(table.annotators)):
+            pair = {"a": table.annotators[a], "b": table.annotators[b], "n": 0, "kappa": None}
+            shared = ~np.isnan(table.codes[a]) & ~np.isnan(table.codes[b])
+            pair["n"] = int(shared.sum())
+            if pair["n"] == 0:
+                continue
+            try:
+                pair["kappa"], _ = cohen_kappa(table.codes[a], table.codes[b], len(table.categories))
+            except Undefined as why:
+                pair["note"] = str(why)
+            result["cohen_kappa_pairwise"].append(pair)
+    cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed)
+    result["ci"] = {name: cis[name] if result[name] is not None else None for name in POINT_COEFFICIENTS}
+    result["bootstrap"] = {"resamples": resamples, "seed": seed, "confidence": 0.95}
+    result["notes"] = notes + ci_notes
+    return result
+
+
+__all__ = ["agreement_report", "unit_table", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1", "cohen_kappa"]

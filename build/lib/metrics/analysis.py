@@ -1,0 +1,250 @@
+"""Study-level analysis shared by ``python -m metrics`` and the app's analysis page.
+
+Inputs are plain: dialogues with predictions (``formats.dialogue``) and votes
+(``formats.tidy``).  Outputs are the CLIs' JSON contracts; every result carries a
+signature string that states the settings it depends on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from formats.dialogue import Dialogue
+from formats.tidy import Vote, VoteTable
+from metrics.aggregate import aggregate_rows, majority_labels, unit_table
+from metrics.agreement import LEVELS, agreement_report
+from metrics.calibrate import FgaTerms, calibrate
+from metrics.corpus import ScoreSettings
+from metrics.correlation import correlation_report, human_ceiling, ratings_for
+from metrics.scores import score_table
+from metrics.turnstats import extract
+
+
+def analysis_signature(settings: ScoreSettings | None, **options) -> str:
+    """The scoring signature plus every analysis option, e.g. ``...|rating:mean|boot:1000|seed:0``."""
+    parts = [settings.signature()] if settings is not None else [f"metrics|version:{_version()}"]
+    parts += [f"{key}:{value}" for key, value in options.items()]
+    return "|".join(parts)
+
+
+def _version() -> str:
+    from metrics import __version__
+
+    return __version__
+
+
+def choose_question(table: VoteTable, question: str | None, prefer: str = "satisfied") -> str:
+    """The question to analyse: the one asked for, the only one, or ``prefer`` if present."""
+    if question is not None:
+        if question not in table.questions:
+            raise ValueError(f"{table.source}: no votes for question {question!r} (found: {', '.join(table.questions)})")
+        return question
+    if len(table.questions) == 1:
+        return table.questions[0]
+    if prefer in table.questions:
+        return prefer
+    raise ValueError(f"{table.source}: several questions ({', '.join(table.questions)}); choose one with --question")
+
+
+def select_votes(table: VoteTable, question: str | None, condition: str | None = None) -> list[Vote]:
+    chosen = choose_question(table, question)
+    votes = table.for_question(chosen)
+    if condition is not None:
+        votes = [v for v in votes if v.condition == condition]
+        if not votes:
+            raise ValueError(f"{table.source}: no votes for condition {condition!r}")
+    return votes
+
+
+def agreement_all(
+    table: VoteTable, *, question: str | None = None, level: str = "nominal", resamples: int = 1000, seed: int = 0,
+    gold: dict | None = None,
+) -> dict:  # fmt: skip
+    """``{"signature", "questions": {q: report}}`` for one question or every question."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    questions = [choose_question(table, question)] if question is not None else table.questions
+    reports = {}
+    for q in questions:
+        q_gold = None if gold is None else {unit: value for (unit, gq), value in gold.items() if gq == q}
+        reports[q] = agreement_report(table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold)
+    notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
+    signature = analysis_signature(None, agreement=level, boot=resamples, seed=seed, ci="percentile95")
+    return {"signature": signature, "questions": reports, "notes": notes}
+
+
+def majority_table(votes: Sequence[Vote], question: str, tie: str = "none", seed: int = 0) -> dict:
+    """Majority / soft / median per unit, and the tie count."""
+    table = unit_table(votes)
+    rows = aggregate_rows(table, question, tie, seed)
+    return {"tie_policy": tie, "n_ties": majority_labels(table, tie, seed).n_ties, "rows": rows}
+
+
+def per_dialogue_metrics(dialogues: Sequence[Dialogue], settings: ScoreSettings) -> tuple[list[str], dict[str, np.ndarray]]:
+    """Every metric per dialogue: jga, m2 (turn-match rate), fga_<λ>, sa, aga, rsa, f1."""
+    stats = extract(dialogues, normalise=settings.normalise)
+    table = score_table(stats, settings.lambdas, slot_count=settings.slot_count, rsa=settings.rsa, per_dialogue=True)
+    values = {"jga": table["jga"], "m2": table["turn_matches"] / table["turns"]}
+    for i, label in enumerate(settings.lambda_labels):
+        values[f"fga_{label}"] = table["fga"][:, i]
+    for key in ("sa", "aga", "rsa", "f1"):
+        values[key] = table[key]
+    return stats.dialogue_ids, values
+
+
+def correlate_study(
+    dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, *, rating: str = "mean",
+    tie: str = "none", resamples: int = 1000, seed: int = 0,
+) -> dict:  # fmt: skip
+    """The ``python -m metrics correlate --json`` contract."""
+    ids, values = per_dialogue_metrics(dialogues, settings)
+    ratings = ratings_for(votes, ids, rating, tie)
+    position = {d: i for i, d in enumerate(ids)}
+    rows = np.array([position[d] for d in ratings.dialogue_ids])
+    report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed)
+    n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
+    return {
+        "signature": analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed, ci="fisher95+percentile95"),
+        "n_dialogues": ratings.n_dialogues,
+        "n_ratings": int(ratings.value.size),
+        "rating": rating,
+        **report,
+        "human_ceiling": human_ceiling(votes, ratings.dialogue_ids),
+        "notes": ratings.notes,
+        "per_dialogue": [
+            {
+                "id": d,
+                "rating": None if n[i] == 0 else float(sy[i] / n[i]),
+                **{k: (None if not np.isfinite(v[rows][i]) else float(v[rows][i])) for k, v in values.items()},
+            }
+            for i, d in enumerate(ratings.dialogue_ids)
+        ],  # fmt: skip
+    }
+
+
+def calibrate_study(
+    dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, grid: np.ndarray, *,
+    rating: str = "mean", tie: str = "none", resamples: int = 1000, folds: int = 5, seed: int = 0,
+) -> dict:  # fmt: skip
+    """The ``python -m metrics calibrate --json`` contract."""
+    stats = extract(dialogues, normalise=settings.normalise)
+    ratings = ratings_for(votes, stats.dialogue_ids, rating, tie)
+    terms = FgaTerms.from_statistics(stats, ratings.dialogue_ids)
+    result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed)
+    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, fit="grid+brent")
+    return {"signature": signature, **result}
+
+
+# --- a study's analysis: the settings, and the pieces the task kinds compose ---------------------
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """Every analysis option and its default, in one place: the CLIs (``python -m metrics``,
+    ``python -m exports``), the app's Analysis page, the exports and the report read them here."""
+
+    level: str = "nominal"  # Krippendorff's α level
+    tie: str = "none"  # majority tie policy: none, random, fixed:<label>
+    rating: str = "mean"  # human rating per dialogue: mean, majority, pairs
+    lambdas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)  # FGA λ values in the correlation table
+    grid: tuple[float, float, int] = (0.0, 10.0, 1001)  # λ grid for calibration: linspace(START, STOP, NUM)
+    resamples: int = 1000  # bootstrap resamples
+    folds: int = 5  # cross-validation folds for λ*
+    seed: int = 0
+
+    @property
+    def lambdas_text(self) -> str:
+        return ",".join(f"{v:g}" for v in self.lambdas)
+
+    @property
+    def grid_text(self) -> str:
+        return f"{self.grid[0]:g}:{self.grid[1]:g}:{self.grid[2]}"
+
+
+DEFAULTS = AnalysisSettings()
+Progress = Callable[[float, str], None]
+
+
+def _silent(fraction: float, text: str) -> None:
+    return None
+
+
+def votes_summary(votes: VoteTable, settings: AnalysisSettings, *, gold: dict | None = None, skip=("transcription",)) -> dict:
+    """What every study gets: vote count, questions, agreement (with gold accuracy) and majority labels."""
+    result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
+    if not votes.votes:
+        return result
+    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold)
+    result["majority"] = {
+        q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
+    }
+    return result
+
+
+def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", resamples: int = 0) -> list[dict]:
+    """CoCo paper Table 3 layout: per condition, % human-like and % correct by majority vote,
+    over the items that have a majority, with ties counted and agreement (Krippendorff's α, Fleiss' κ)."""
+    rows = []
+    conditions = list(dict.fromkeys(v.condition for v in votes.votes))
+    for condition in conditions:
+        row: dict = {"condition": condition}
+        for question in ("human_like", "correct"):
+            chosen = [v for v in votes.for_question(question) if v.condition == condition]
+            if not chosen:
+                row.update({f"{question}_pct": None, f"{question}_n": 0, f"{question}_ties": 0, f"{question}_alpha": None})
+                continue
+            table = unit_table(chosen)
+            majority = majority_labels(table, tie)
+            decided = [label for label in majority.labels if label is not None]
+            report = agreement_report(chosen, level=level, resamples=resamples)
+            row[f"{question}_pct"] = 100 * sum(v == "1" for v in decided) / len(decided) if decided else None
+            row[f"{question}_n"] = len(decided)
+            row[f"{question}_ties"] = majority.n_ties
+            row[f"{question}_alpha"] = report["krippendorff_alpha"]
+            row[f"{question}_kappa"] = report["fleiss_kappa"]
+        rows.append(row)
+    return rows
+
+
+def metrics_summary(
+    dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, *, question: str = "satisfied",
+    condition: str | None = None, progress: Progress | None = None,
+) -> dict:  # fmt: skip
+    """Correlation of every metric with the ratings and λ calibration, for one system (condition):
+    ``condition``, ``conditions``, and ``correlation`` + ``calibration`` or a ``correlation_note``."""
+    report = progress or _silent
+    if not dialogues:
+        return {}
+    if condition is not None and condition not in dialogues:
+        raise ValueError(f"no condition {condition!r} (conditions: {', '.join(dialogues)})")
+    chosen = condition if condition is not None else next(iter(dialogues))
+    rated = [v for v in votes.for_question(question) if v.condition == chosen]
+    result: dict = {"condition": chosen, "conditions": list(dialogues)}
+    if len({v.item for v in rated}) < 3:
+        result["correlation_note"] = "correlation needs votes on at least 3 dialogues of this system"
+        return result
+    try:
+        report(0.4, "correlation")
+        scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
+        result["correlation"] = correlate_study(
+            dialogues[chosen], rated, scoring, rating=settings.rating, tie=settings.tie, resamples=settings.resamples,
+            seed=settings.seed,
+        )  # fmt: skip
+        report(0.7, "λ calibration")
+        grid = np.linspace(*settings.grid)
+        grid_scoring = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid))
+        result["calibration"] = calibrate_study(
+            dialogues[chosen], rated, grid_scoring, grid, rating=settings.rating, tie=settings.tie,
+            resamples=settings.resamples, folds=settings.folds, seed=settings.seed,
+        )  # fmt: skip
+    except ValueError as why:
+        result["correlation_note"] = str(why)
+    return result
+
+
+def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
+    """Attention-check answers of items (``key``, ``condition``, ``gold``): {((key, condition), question): value}."""
+    return {((i.key, i.condition or ""), q): v for i in items if i.gold for q, v in i.gold.items()}

@@ -1,0 +1,169 @@
+"""One presentation of analysis results: named tables with formatted cells and notes.
+
+The app's Analysis page, the HTML/Markdown report and the text output of ``python -m metrics
+agreement | correlate | calibrate`` all lay out these tables, so the three never disagree.  Cells
+are strings (numbers formatted here, once); data text stays text (each front end escapes or
+shows it as text).
+
+>>> table = Table("Demo", ("metric", "Pearson r"), [["jga", number(0.3333)]], ["a note"])
+>>> print(table.to_text())
+Demo
+metric  Pearson r
+jga         0.333
+note: a note
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+COEFFICIENTS = (
+    ("percent_agreement", "% agreement"),
+    ("krippendorff_alpha", "Krippendorff's alpha"),
+    ("fleiss_kappa", "Fleiss' kappa"),
+    ("gwet_ac1", "Gwet's AC1"),
+)
+
+
+def number(value, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def interval(pair) -> str:
+    return "—" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+
+
+def p_value(value) -> str:
+    return "—" if value is None else f"{value:.2g}"
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: list[list]  # formatted strings; counts stay ints
+    notes: list[str] = field(default_factory=list)
+
+    def to_text(self) -> str:
+        """Aligned columns (the first left, the others right), then the notes."""
+        lines = [self.title] if self.title else []
+        if self.rows:
+            cells = [list(self.columns), *[[str(c) for c in row] for row in self.rows]]
+            widths = [max(len(str(row[i])) for row in cells) for i in range(len(self.columns))]
+            lines += [
+                "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+                for row in cells
+            ]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def agreement_table(agreement: dict) -> Table:
+    """Per question: counts, and each coefficient with its 95% bootstrap CI."""
+    columns = ["question", "items", "annotators", "votes", "level"]
+    for _, label in COEFFICIENTS:
+        columns += [label, f"{label} 95% CI"]
+    rows, notes = [], []
+    for question, report in agreement["questions"].items():
+        row = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
+        for key, _ in COEFFICIENTS:
+            row += [number(report[key]), interval(report["ci"][key])]
+        rows.append(row)
+        notes += [f"{question}: {note}" for note in report["notes"]]
+    notes += list(agreement.get("notes", []))
+    return Table("Agreement", tuple(columns), rows, [*notes, f"signature: {agreement['signature']}"])
+
+
+def annotator_table(agreement: dict) -> Table:
+    """Each annotator against the majority of the others (and on gold items), per question."""
+    rows = [
+        [question, row["annotator"], row["n_votes"], row["n_compared"], number(row["agree_with_others"]),
+         number(row["kappa_with_others"]), number(row["gold_accuracy"]), row["n_gold"]]
+        for question, report in agreement["questions"].items()
+        for row in report["annotators"]
+    ]  # fmt: skip
+    columns = ("question", "annotator", "votes", "compared", "agrees with the others", "κ with the others", "gold accuracy",
+               "gold items")  # fmt: skip
+    return Table("Per annotator", columns, rows)
+
+
+def cohen_table(agreement: dict) -> Table:
+    rows = [
+        [question, pair["a"], pair["b"], pair["n"], number(pair["kappa"]), pair.get("note", "")]
+        for question, report in agreement["questions"].items()
+        for pair in report["cohen_kappa_pairwise"]
+    ]
+    return Table("Pairwise Cohen's kappa", ("question", "a", "b", "n", "kappa", "note"), rows)
+
+
+def coco_table(rows: list[dict]) -> Table:
+    """The CoCo paper's Table 3 layout."""
+    body = [
+        [r["condition"], number(r["human_like_pct"], 1), number(r["correct_pct"], 1), f"{r['human_like_n']} / {r['correct_n']}",
+         f"{r['human_like_ties']} / {r['correct_ties']}", number(r["human_like_alpha"]), number(r["correct_alpha"])]
+        for r in rows
+    ]  # fmt: skip
+    columns = ("condition", "human-like %", "correct %", "items (human-like / correct)", "ties", "α human-like", "α correct")
+    return Table("Results (CoCo Table 3 layout)", columns, body,
+                 ["By majority vote over the items with a majority; ties are counted, not labelled."])  # fmt: skip
+
+
+def majority_summary(majority: dict, tie: str) -> Table:
+    """Per question: how many items got each majority label, and the ties."""
+    rows = []
+    for question, table in majority.items():
+        labels: dict[str, int] = {}
+        for row in table["rows"]:
+            label = "no majority" if row["majority"] is None else str(row["majority"])
+            labels[label] = labels.get(label, 0) + 1
+        rows.append([question, ", ".join(f"{k}: {v}" for k, v in sorted(labels.items())), table["n_ties"]])
+    return Table("Majority labels", ("question", "items per majority label", "ties"), rows, [f"Tie policy: {tie}."])
+
+
+def correlation_table(correlation: dict, condition: str | None = None) -> Table:
+    rows = [
+        [r["metric"], number(r["pearson"]), interval(r["pearson_ci"]), p_value(r["p_value"]), interval(r["bootstrap_ci"]),
+         number(r["spearman"]), number(r["kendall"])]
+        for r in correlation["metrics"]
+    ]  # fmt: skip
+    system = f"System (condition): {condition}; " if condition else ""
+    notes = [
+        f"{system}{correlation['n_dialogues']} dialogues, {correlation['n_ratings']} ratings ({correlation['rating']}).",
+        f"Human ceiling (each annotator vs the mean of the others): {number(correlation['human_ceiling']['mean_pearson'])}.",
+        *correlation["notes"],
+        f"signature: {correlation['signature']}",
+    ]
+    columns = ("metric", "Pearson r", "95% CI (Fisher z)", "p", "bootstrap 95% CI", "Spearman", "Kendall")
+    return Table("Metrics against human ratings", columns, rows, notes)
+
+
+def calibration_table(calibration: dict) -> Table:
+    k = calibration
+    rows = [
+        ["best λ", number(k["best_lambda"], 4), interval(k["ci_lambda"])],
+        ["r at best λ", number(k["r_best"], 4), interval(k["ci_r"])],
+        ["r at λ = 0 (JGA)", number(k["r_jga"], 4), ""],
+        ["r at λ = ∞ (turn match)", number(k["r_turn"], 4), ""],
+        ["cross-validated r", number(k["cv_r"], 4), f"{len(k['cv_folds'])} folds"],
+        ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
+    ]
+    notes = [f"{k['n_dialogues']} dialogues, {k['n_ratings']} ratings ({k['rating']}).", *k["notes"],
+             f"signature: {k['signature']}"]  # fmt: skip
+    return Table("λ calibration for FGA", ("", "value", "95% CI"), rows, notes)
+
+
+def analysis_tables(analysis: dict, tie: str) -> list[Table]:
+    """Every table of a study's analysis, in reading order."""
+    if "agreement" not in analysis:
+        return [Table("Results", (), [], ["No votes yet."])]
+    tables = [agreement_table(analysis["agreement"])]
+    if "coco" in analysis:
+        tables.append(coco_table(analysis["coco"]))
+    tables.append(majority_summary(analysis["majority"], tie))
+    if "correlation" in analysis:
+        tables.append(correlation_table(analysis["correlation"], analysis.get("condition")))
+    elif "correlation_note" in analysis:
+        tables.append(Table("Metrics against human ratings", (), [], [analysis["correlation_note"]]))
+    if "calibration" in analysis:
+        tables.append(calibration_table(analysis["calibration"]))
+    return tables
