@@ -1,1 +1,0 @@
-"""Writers for every output format, shared by the app's downloads and ``python -m exports``."""

@@ -1,9 +1,0 @@
-"""``python -m exports``: an entry point.  It needs the vote store, so the command itself lives in
-``annotate.export_cli`` (entry points stand above the layers; see README, Architecture)."""
-
-import sys
-
-from annotate.export_cli import main
-
-if __name__ == "__main__":
-    sys.exit(main())
