@@ -61,12 +61,11 @@ def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
     """pip install . (here into a target folder, with the dependencies already present) gives packages
     that work from anywhere: python -m metrics score, and the store's migrations are in the package."""
     import os
+    import shutil
     import subprocess
     import sys
 
     from tests.conftest import REPO
-
-    import shutil
 
     source, target = tmp_path / "checkout", tmp_path / "site"  # a copy: setuptools builds inside the source tree
     shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", "test-output", "data", "build", "*.egg-info",
