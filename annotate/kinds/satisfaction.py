@@ -11,6 +11,7 @@ system; exports add the correlation and calibration tables and the FGA text form
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from annotate.kinds.base import ItemContext, ItemDraft, Kind, register
 from formats import ReaderError, expand_paths, read_file, trade_dials
 from formats.dialogue import Dialogue, Turn
 from metrics.analysis import metrics_summary
-from metrics.diff import TurnDifference, first_error_turn, format_state, format_triplets, turn_differences
+from metrics.diff import TurnDifference, first_error_turn, format_state, turn_differences
 
 QUESTIONS = (
     {
@@ -94,9 +95,26 @@ def summarise(votes, by_condition, settings, condition, progress) -> dict:
 
 # --- what the page shows ------------------------------------------------------------------
 
-
-def _state(triplets: list) -> frozenset:
-    return frozenset(tuple(t) for t in triplets)
+# Fixed words and symbols, readable without colour: a turn is ✓ (exact match), ≈ (turn-level match,
+# the state still inexact) or ✗ (an error entered here); a slot is − missing, + extra or ≠ wrong.
+TURN_MARKS = {
+    "exact": ("✓", "exact match"),
+    "local": ("≈", "turn-level match, state inexact"),
+    "error": ("✗", "error entered here"),
+}
+STYLE = """<style>
+.dstj-turns{border-collapse:collapse;width:100%;table-layout:fixed;font-size:0.86rem;line-height:1.35}
+.dstj-turns th{text-align:left;font-weight:600;border-bottom:2px solid #ccc;padding:2px 6px}
+.dstj-turns td{vertical-align:top;border-bottom:1px solid #e4e4e4;padding:3px 6px}
+.dstj-turns td.t{font-weight:600}
+.dstj-turns tr.exact td.t{color:#1a7f37}.dstj-turns tr.local td.t{color:#9a6700}.dstj-turns tr.error td.t{color:#cf222e}
+.dstj-turns tr.error{background:#fff5f5}
+.dstj-turns tr{scroll-margin-top:4rem}
+.dstj-turns .who{color:#666;font-weight:600;margin-right:.4em}
+.dstj-turns .miss{color:#cf222e}.dstj-turns .extra{color:#8250df}.dstj-turns .wrong{color:#bc4c00}
+.dstj-turns .ok{color:#1a7f37}.dstj-turns .none{color:#999}
+.dstj-turns details{margin-top:2px;color:#444}.dstj-turns summary{cursor:pointer;color:#0969da}
+</style>"""
 
 
 @dataclass
@@ -104,20 +122,23 @@ class SatisfactionTurn:
     index: int
     system: str
     user: str
-    gold: str
-    pred: str
-    exact: bool
-    local: bool
+    status: str  # exact | local | error
     error_turn: int | None
-    missing: str
-    extra: str
-    wrong: str
-    new_gold: str
-    new_pred: str
+    gold: str  # the whole states, for "full states" on demand
+    pred: str
+    missing: list[str]  # "domain-slot=value", plain text
+    extra: list[str]
+    wrong: list[str]  # "domain-slot: gold → predicted"
+    new_gold: list[str]  # what this turn changed, in gold and in the prediction
+    new_pred: list[str]
 
 
 def _state(triplets: list) -> frozenset:
     return frozenset(tuple(t) for t in triplets)
+
+
+def _slots(triplets) -> list[str]:
+    return [f"{d}-{s}={v}" for d, s, v in sorted(triplets)]
 
 
 def satisfaction_view(payload: dict) -> tuple[list[SatisfactionTurn], int | None]:
@@ -127,61 +148,86 @@ def satisfaction_view(payload: dict) -> tuple[list[SatisfactionTurn], int | None
     differences: list[TurnDifference] = turn_differences(gold, pred)
     turns = [
         SatisfactionTurn(
-            index=raw["index"],
-            system=raw["system"],
-            user=raw["user"],
-            gold=format_state(g),
-            pred=format_state(p),
-            exact=d.exact,
-            local=d.local,
-            error_turn=d.error_turn,
-            missing=format_triplets(d.missing),
-            extra=format_triplets(d.extra),
-            wrong=", ".join(f"{dom}-{slot}: {gv} → {pv}" for dom, slot, gv, pv in d.wrong) or "—",
-            new_gold=format_triplets(d.new_gold),
-            new_pred=format_triplets(d.new_pred),
+            index=raw["index"], system=raw["system"], user=raw["user"],
+            status="exact" if d.exact else ("local" if d.local else "error"), error_turn=d.error_turn,
+            gold=format_state(g), pred=format_state(p), missing=_slots(d.missing), extra=_slots(d.extra),
+            wrong=[f"{dom}-{slot}: {gv} → {pv}" for dom, slot, gv, pv in sorted(d.wrong)],
+            new_gold=_slots(d.new_gold), new_pred=_slots(d.new_pred),
         )
         for raw, g, p, d in zip(payload["turns"], gold, pred, differences)
-    ]
+    ]  # fmt: skip
     return turns, first_error_turn(differences)
 
 
-def turn_status(turn: SatisfactionTurn) -> str:
-    """One line of fixed words (no data) for the turn header."""
-    exact = "✓ exact match" if turn.exact else "✗ exact match"
-    local = "✓ turn-level match" if turn.local else "✗ turn-level match"
-    error = "" if turn.exact or turn.error_turn is None else f"   (error entered at turn {turn.error_turn})"
-    return f"Turn {turn.index}   {local}   {exact}{error}"
+def turn_anchor(index: int) -> str:
+    return f"dstj-turn-{int(index)}"
+
+
+def _escaped(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _turn_row(turn: SatisfactionTurn) -> str:
+    e = _escaped
+    mark, words = TURN_MARKS[turn.status]
+    origin = f" (from turn {int(turn.error_turn)})" if turn.status == "local" and turn.error_turn is not None else ""
+    none = "<span class='none'>—</span>"
+    changed = (f"<div><span class='who'>GT</span>{e(', '.join(turn.new_gold)) or none}</div>"
+               f"<div><span class='who'>PR</span>{e(', '.join(turn.new_pred)) or none}</div>")  # fmt: skip
+    wrong = [f"<div class='miss'>− missing {e(x)}</div>" for x in turn.missing]
+    wrong += [f"<div class='extra'>+ extra {e(x)}</div>" for x in turn.extra]
+    wrong += [f"<div class='wrong'>≠ wrong {e(x)}</div>" for x in turn.wrong]
+    full = (f"<details><summary>full states</summary><div><span class='who'>GT</span>{e(turn.gold)}</div>"
+            f"<div><span class='who'>PR</span>{e(turn.pred)}</div></details>")  # fmt: skip
+    return (
+        f"<tr id='{turn_anchor(turn.index)}' class='{turn.status}'>"
+        f"<td class='t'>{mark} {int(turn.index)}<br><small>{words}{origin}</small></td>"
+        f"<td><div><span class='who'>Sys</span>{e(turn.system)}</div><div><span class='who'>Usr</span>{e(turn.user)}</div></td>"
+        f"<td>{changed}</td><td>{''.join(wrong) or '<div class=ok>✓ nothing</div>'}{full}</td></tr>"
+    )
+
+
+def turns_html(turns: list[SatisfactionTurn]) -> str:
+    """One row per turn: the utterances, what the state changed this turn, and what is wrong in the
+    whole state, with the full states on demand.  Every text from the data goes through html.escape
+    (and st.html sanitises what is left), so it shows as text; the rest is fixed markup of ours."""
+    header = "<tr><th>turn</th><th>system / user</th><th>changed this turn</th><th>wrong in the whole state</th></tr>"
+    columns = "<colgroup><col style='width:9%'><col style='width:45%'><col style='width:23%'><col style='width:23%'></colgroup>"
+    return STYLE + "<table class='dstj-turns'>" + columns + header + "".join(_turn_row(t) for t in turns) + "</table>"
 
 
 # --- the page -----------------------------------------------------------------------------
 
 
 def render(st, ctx: ItemContext) -> None:
+    """The question and its buttons first (visible on arrival), then where the first error entered
+    (with a jump to that turn), then the dialogue as one compact row per turn."""
     item, answers = ctx.item, ctx.answers
     turns, first_error = satisfaction_view(item.payload)
-    st.subheader("How well did the model track the user's intent?")
-    st.caption("All turns match exactly." if first_error is None else f"The first error entered at turn {first_error}.")
-    for turn in turns:
-        with st.container(border=True):
-            colour = "green" if turn.exact else ("orange" if turn.local else "red")
-            st.markdown(f":{colour}[**{turn_status(turn)}**]")
-            st.text(f"Sys  {turn.system}\nUsr  {turn.user}")
-            st.text(f"GT   {turn.gold}\nPR   {turn.pred}\nMatched: {turn.exact}")
-            if not turn.exact:
-                st.text(f"     missing: {turn.missing}\n     extra: {turn.extra}\n     wrong value: {turn.wrong}")
-            st.text(f"     new this turn  GT: {turn.new_gold}   PR: {turn.new_pred}")
     current = answers.get("satisfied")
-    if current is not None:
-        st.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
-    ctx.comment_box()
-    left, middle, right = st.columns(3)
-    if left.button("Satisfied (1)", shortcut="1", key="sat-1", type="primary" if current == "1" else "secondary"):
+    question, comment = st.columns([5, 2], vertical_alignment="bottom")
+    question.markdown("**Are you satisfied with how the model tracked the user's intent over the whole dialogue?**")
+    with comment.popover("Comment (optional)", use_container_width=True):
+        ctx.comment_box()
+    left, middle, right, note = st.columns([2, 2, 1, 4], vertical_alignment="center")
+    if left.button("Satisfied (1)", shortcut="1", key="sat-1", type="primary" if current == "1" else "secondary",
+                   use_container_width=True):  # fmt: skip
         ctx.vote({"satisfied": "1"}, True)
-    if middle.button("Not satisfied (0)", shortcut="0", key="sat-0", type="primary" if current == "0" else "secondary"):
+    if middle.button("Not satisfied (0)", shortcut="0", key="sat-0", type="primary" if current == "0" else "secondary",
+                     use_container_width=True):  # fmt: skip
         ctx.vote({"satisfied": "0"}, True)
     with right:
         ctx.skip_button()
+    if current is not None:
+        note.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
+    if first_error is None:
+        st.success("✓ Every turn matches exactly.")
+    else:
+        st.error(f"✗ The first error entered at turn {int(first_error)} of {len(turns)}. "
+                 f"[Jump to turn {int(first_error)}](#{turn_anchor(first_error)})")  # fmt: skip
+    st.caption("✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — "
+               "− missing · + extra · ≠ wrong value")  # fmt: skip
+    st.html(turns_html(turns))
 
 
 KIND = register(

@@ -28,7 +28,7 @@ def render() -> None:
     if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
         service.release_places(engine, user, keep_study=study.id)
         st.session_state["annotating-study"] = study.id
-    with st.expander("Guideline"):
+    with st.sidebar.expander("Guideline", icon=":material/menu_book:"):  # beside the item, never pushing it down
         st.text(study.guideline or "No guideline was given for this study.")
     item_panel(study, user.id)
 

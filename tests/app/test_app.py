@@ -49,7 +49,8 @@ def events(url: str) -> list[tuple]:
 
 
 def texts(app: AppTest) -> str:
-    return "\n".join(t.value for t in app.text)
+    """What the page shows as text: st.text elements and the satisfaction item's turn table."""
+    return "\n".join([t.value for t in app.text] + [h.proto.body for h in app.html if "dstj-turns" in h.proto.body])
 
 
 def test_login_page_and_demo_accounts(app_db):
@@ -86,9 +87,11 @@ def test_satisfaction_vote_is_stored_and_a_change_appends(app_db):
 
 def test_satisfaction_page_shows_differences(app_db):
     app = login("ann1", "demo-ann1-pw")
-    shown = texts(app)
-    assert "missing:" in shown and "new this turn" in shown
-    assert any("turn-level match" in m.value for m in app.markdown)
+    (table,) = [h.proto.body for h in app.html if "dstj-turns" in h.proto.body]
+    assert "changed this turn" in table and ("− missing" in table or "✓ nothing" in table)
+    assert "full states" in table and ("exact match" in table or "turn-level match" in table)
+    labels = [b.label for b in app.button]
+    assert labels.index("Satisfied (1)") < labels.index("Skip")  # the question and its buttons come first
 
 
 def test_skip_moves_on(app_db):

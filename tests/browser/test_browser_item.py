@@ -1,0 +1,92 @@
+"""The compact satisfaction item on the longest shared dialogue, at 1400x900 (issue 14, item 1).
+
+Measured before this layout (the same dialogue, the same window): the page was 4,726 px tall and
+the vote buttons sat at y = 4,525, five screens down.  Now the question and its buttons are in the
+first screen on arrival, the first error has a banner with a jump to its turn, and the page is far
+shorter.  Screenshots: test-output/screenshots/30-*.png.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from annotate.auth import add_annotator
+from annotate.db import make_engine, upgrade, write_session
+from annotate.studies import create_study
+from tests.browser.test_browser import log_in
+from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, StreamlitServer, screenshot, wait_idle
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+LONGEST = "PMUL0076.json.txt"  # 10 turns, the longest shared FGA file
+BEFORE_HEIGHT = 4726
+
+
+@pytest.fixture(scope="module")
+def longest_server(tmp_path_factory, fixtures):
+    if not Path(CHROMIUM).exists():
+        message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
+        pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
+    folder = tmp_path_factory.mktemp("longest")
+    url = f"sqlite:///{folder / 'judge.sqlite'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    guideline = (fixtures / "dst_evaluation_guideline.txt").read_text()
+    with write_session(engine) as session:
+        add_annotator(session, "rater", "rater-password")
+        create_study(session, "Longest dialogue", "satisfaction", [fixtures / "fga_human_eval" / LONGEST], overlap=1,
+                     guideline=guideline)  # fmt: skip
+    server = StreamlitServer({"DST_JUDGE_DB": url, "DST_JUDGE_DEMO": "0", "DST_JUDGE_BCRYPT_ROUNDS": "4",
+                              "DST_JUDGE_LOG": str(folder / "streamlit.log")})  # fmt: skip
+    yield server
+    server.stop()
+    engine.dispose()
+
+
+def in_viewport(page, locator) -> bool:
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return box is not None and -1 <= box["y"] and box["y"] + box["height"] <= size["height"] and box["x"] + box["width"] <= size["width"]
+
+
+def test_the_longest_dialogue_fits_the_first_screen(longest_server):
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        context.add_init_script(RUN_COUNTER)
+        page = context.new_page()
+        page.goto(longest_server.url)
+        wait_idle(page)
+        log_in(page, "rater", "rater-password")
+        satisfied = page.get_by_role("button", name="Satisfied (1)")
+        satisfied.wait_for()
+        screenshot(page, "30-compact-item-on-arrival")
+        height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
+        print(f"longest dialogue at 1400x900: page {height} px (before: {BEFORE_HEIGHT} px), "
+              f"buttons at y = {satisfied.bounding_box()['y']:.0f}")  # fmt: skip
+        for name in ("Satisfied (1)", "Not satisfied (0)", "Skip"):
+            assert in_viewport(page, page.get_by_role("button", name=name)), f"{name} is not visible on arrival"
+        assert height < BEFORE_HEIGHT / 2
+        # the first error: a banner with a jump to its turn, which brings the turn into view
+        banner = page.get_by_text("The first error entered at turn 2 of 10")
+        assert in_viewport(page, banner)
+        row = page.locator("#dstj-turn-7")
+        assert not in_viewport(page, row)
+        page.get_by_role("link", name="Jump to turn 2").click()
+        page.wait_for_function("document.querySelector('[data-testid=\"stMain\"]').scrollTop > 0")
+        assert in_viewport(page, page.locator("#dstj-turn-2"))
+        screenshot(page, "31-compact-item-jumped-to-first-error")
+        # symbols say what is wrong without colour; full states open on demand
+        text = page.locator("table.dstj-turns").inner_text()
+        assert "✗ 2" in text and "− missing restaurant-name=mahal of cambridge" in text
+        page.locator("#dstj-turn-2 summary").click()
+        assert page.locator("#dstj-turn-2 details[open]").count() == 1
+        # the guideline opens beside the item, in the sidebar, and moves nothing
+        top = satisfied.bounding_box()["y"]
+        page.get_by_text("Guideline").first.click()
+        page.get_by_text("What is Dialogue State Tracking", exact=False).first.wait_for()
+        screenshot(page, "32-guideline-in-the-sidebar")
+        assert satisfied.bounding_box()["y"] == top
+        browser.close()
