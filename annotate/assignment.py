@@ -138,13 +138,28 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
         for item_id, skipped_at in skipped.items()
         if counts.get(item_id, 0) < study.overlap + extra.get(item_id, 0)
     )
-    for *_, item_id in candidates:
+    for *_, item_id in _not_twice_in_a_row(session, study, annotator, items, candidates):
         item = lock_item(session, item_id)
         if len(holders(session, study, item_id, now)) >= study.overlap + item.extra_capacity:
             continue  # filled by a concurrent vote since the count above
         claim(session, study, item, annotator, now)
         return item
     return None
+
+
+def _not_twice_in_a_row(session: Session, study: Study, annotator: Annotator, items, candidates: list) -> list:
+    """The candidates, with those that share a key (the same turn under another condition: a CoCo
+    original and its counterfactual) with the item this annotator was given last moved behind the
+    others, so the two are never shown one after the other while anything else is left."""
+    last = session.scalar(
+        select(Assignment.item_id).where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id)
+        .order_by(Assignment.assigned_at.desc(), Assignment.id.desc()).limit(1)
+    )  # fmt: skip
+    if last is None:
+        return candidates
+    key_of = {item_id: key for item_id, key, _condition in items}
+    same = key_of.get(last)
+    return [c for c in candidates if key_of[c[-1]] != same] + [c for c in candidates if key_of[c[-1]] == same]
 
 
 def claim(session: Session, study: Study, item: Item, annotator: Annotator, now: datetime) -> Assignment:

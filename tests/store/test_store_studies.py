@@ -124,3 +124,25 @@ def test_migrations_match_the_models(engine):
     with engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)
     assert diff == []
+
+
+def test_coco_original_and_counterfactual_never_follow_each_other(engine, fixtures):
+    """Every annotator judges every CoCo item (both conditions of each turn); no two consecutive items
+    share a turn, and the condition never reaches the page's payload."""
+    from annotate.assignment import next_item
+    from annotate.votes import cast_votes
+    from tests.store_helpers import make_study
+
+    study, people = make_study(engine, fixtures, kind="coco", overlap=3, annotators=3)
+    for person in people:
+        keys = []
+        while True:
+            with write_session(engine) as session:
+                item = next_item(session, study.id, person)
+                if item is None:
+                    break
+                keys.append(item.key)
+                assert "condition" not in item.payload and "original" not in str(item.payload.get("system", ""))[:0]
+                cast_votes(session, person, item.id, {"human_like": "1", "correct": "1"})
+        assert len(keys) == 12 and len(set(keys)) == 6
+        assert all(a != b for a, b in zip(keys[:-1], keys[1:-1])), keys  # the last pair may be all that was left
