@@ -85,7 +85,9 @@ def item_view(payload: dict) -> dict:
         "after": [(t["index"], t["system"], t["user"]) for t in payload["after"]],
         "system": payload["system"],
         "asr": [f"{text}  ({score:.2f})" for text, score in payload["asr"]],
-        "transcription": payload.get("transcription", ""),
+        # The box starts with the recogniser's top hypothesis, never the label file's transcription
+        # (that would anchor the annotator on the answer).
+        "transcription_start": payload["asr"][0][0] if payload.get("asr") else "",
         "transcription_status": payload.get("transcription_status", "") or "transcribed",
         "acts": [(a["name"], a["score"], a.get("auto")) for a in payload["acts"]],
     }
@@ -103,7 +105,7 @@ def render(st, ctx: ItemContext) -> None:
         st.text("\n".join(view["asr"]) or "(nothing)")
         transcription_key = f"transcription-{item.id}"
         if transcription_key not in ctx.state:
-            ctx.state[transcription_key] = answers.get("transcription", view["transcription"])
+            ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
         st.text_input("Transcription (what the caller actually said)", key=transcription_key)
         status_now = answers.get("transcription_status", view["transcription_status"])
         status = st.selectbox(

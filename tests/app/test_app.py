@@ -295,3 +295,17 @@ def test_warns_when_several_servers_share_the_sqlite_file(app_db):
     finally:
         other.kill()
         other.wait()
+
+
+def test_slu_transcription_starts_from_the_asr_not_the_gold(app_db):
+    """Anchoring: the box holds the recogniser's top hypothesis, never the label file's transcription."""
+    from annotate.models import Assignment, Item
+
+    app = choose_study(login("ann3", "demo-ann3-pw"), "SLU")
+    with read_session(get_engine(app_db)) as session:
+        held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
+        payload = session.get(Item, held).payload
+    box = next(t for t in app.text_input if t.key == f"transcription-{held}")
+    top_asr = payload["asr"][0][0] if payload["asr"] else ""
+    assert box.value == top_asr
+    assert payload["transcription"] == "" or box.value != payload["transcription"] or payload["transcription"] == top_asr

@@ -146,3 +146,15 @@ def test_coco_original_and_counterfactual_never_follow_each_other(engine, fixtur
                 cast_votes(session, person, item.id, {"human_like": "1", "correct": "1"})
         assert len(keys) == 12 and len(set(keys)) == 6
         assert all(a != b for a, b in zip(keys[:-1], keys[1:-1])), keys  # the last pair may be all that was left
+
+
+def test_slu_transcription_box_never_starts_with_the_gold(fixtures):
+    from annotate.kinds import slu
+
+    drafts = slu.build_items([fixtures / "dstc2"])
+    differ = [d for d in drafts if d.payload["asr"] and d.payload["transcription"] != d.payload["asr"][0][0]]
+    assert len(differ) >= 5  # the calls have turns where the recogniser misheard
+    for draft in drafts:
+        start = slu.item_view(draft.payload)["transcription_start"]
+        assert start == (draft.payload["asr"][0][0] if draft.payload["asr"] else "")
+    assert all(slu.item_view(d.payload)["transcription_start"] != d.payload["transcription"] for d in differ)
