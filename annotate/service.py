@@ -101,6 +101,30 @@ def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int
         return skipped + [(item.id, item.key, "judged") for item in votes.judged_items(session, study_id, user)]
 
 
+def history_labels(engine: Engine, user: Annotator, study_id: int, history: list[tuple[int, str, str]]) -> dict[int, str]:
+    """A line per item of :func:`my_history` that a person recognises: the key, a preview of the item
+    (a dialogue's first user turn, the CoCo user turn, the SLU top hypothesis) and the current answer."""
+    from annotate.kinds import KINDS
+
+    labels = {}
+    with read_session(engine) as session:
+        kind = KINDS[session.get(Study, study_id).kind]
+        for position, (item_id, key, state) in enumerate(history):
+            item = session.get(Item, item_id)
+            preview = " ".join(kind.preview(item.payload).split())
+            preview = preview if len(preview) <= 70 else preview[:69] + "…"
+            answers = {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
+            binary = {q: v for q, v in answers.items() if v in ("0", "1")}
+            if state == "skipped":
+                answer = "(skipped)"
+            elif len(binary) <= 2:
+                answer = ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items())
+            else:
+                answer = f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"
+            labels[item_id] = f"{position + 1}. {key} — “{preview}” — {answer}"
+    return labels
+
+
 def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
     with read_session(engine) as session:
         study = session.get(Study, study_id)

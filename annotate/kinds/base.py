@@ -70,6 +70,7 @@ class Kind:
     summarise: Callable[..., dict] | None = None  # (votes, dialogues, settings, condition, progress) -> extra results
     export_formats: tuple[str, ...] = ()
     guideline: str = ""  # the demo's guideline for this kind
+    preview: Callable[[dict], str] = lambda payload: ""  # a short text that recalls an item (the going-back list)
 
 
 KINDS: dict[str, Kind] = {}

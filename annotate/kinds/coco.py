@@ -143,5 +143,6 @@ KIND = register(
                    ("s", "skip")),  # fmt: skip
         summarise=summarise,
         guideline=GUIDELINE,
+        preview=lambda payload: payload["user"],
     )
 )

@@ -242,5 +242,6 @@ KIND = register(
         dialogues=dialogues,
         summarise=summarise,
         export_formats=("correlation-csv", "calibration-json", "fga-text"),
+        preview=lambda payload: next((t["user"] for t in payload["turns"] if t["user"]), ""),
     )
 )

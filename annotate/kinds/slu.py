@@ -161,5 +161,6 @@ KIND = register(
         takes_condition=False,
         export_formats=("dstc-labels",),
         guideline=GUIDELINE,
+        preview=lambda payload: payload["asr"][0][0] if payload.get("asr") else "(no speech recognised)",
     )
 )

@@ -66,8 +66,7 @@ def item_panel(study: StudySummary, user_id: int) -> None:
     review_key = f"review-{study.id}"
     with st.expander("Go back to an earlier item"):
         if history:
-            labels = {item_id: f"{key} (skipped)" if state == "skipped" else f"{position + 1}. {key}"
-                      for position, (item_id, key, state) in enumerate(history)}  # fmt: skip
+            labels = service.history_labels(engine, user, study.id, history)
             choice = st.selectbox("Item you skipped or judged (skipped first, then newest first)", list(labels),
                                   format_func=labels.get, key=f"back-{study.id}")  # fmt: skip
             if st.button("Open it", key=f"open-{study.id}"):

@@ -309,3 +309,12 @@ def test_slu_transcription_starts_from_the_asr_not_the_gold(app_db):
     top_asr = payload["asr"][0][0] if payload["asr"] else ""
     assert box.value == top_asr
     assert payload["transcription"] == "" or box.value != payload["transcription"] or payload["transcription"] == top_asr
+
+
+def test_going_back_shows_what_the_item_was_and_your_answer(app_db):
+    app = login("ann1", "demo-ann1-pw")
+    app.button(key="sat-0").click().run()
+    study = next(s for s in service.list_studies(get_engine(app_db)) if s.kind == "satisfaction")
+    back = app.selectbox(key=f"back-{study.id}")
+    label = back.format_func(back.value)
+    assert label.startswith("1. ") and ".json — “" in label and label.endswith("satisfied no"), label
