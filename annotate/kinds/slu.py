@@ -15,6 +15,39 @@ from __future__ import annotations
 from annotate.kinds.base import ItemContext, ItemDraft, Kind, context_turns, register
 from formats import ReaderError, dstc
 from formats.dstc import TRANSCRIPTION_STATUSES
+from formats.tidy import VoteTable, votes_from_rows
+from metrics.analysis import agreement_all
+
+
+def act_type(question: str) -> str | None:
+    """The act type of an act question in DSTC notation (``inform(food=korean)`` -> ``inform``);
+    None for the transcription questions."""
+    return None if question in ("transcription", "transcription_status") or "(" not in question else question.split("(", 1)[0]
+
+
+def by_act_type(votes: VoteTable) -> VoteTable:
+    """Act judgements regrouped for agreement: one question per act type, each (turn, act) a unit.
+    Per act string, almost every act is a question with one item (dozens of them); per act type
+    there are a handful of questions with many units each.  The transcription status stays as is."""
+    rows = []
+    for vote in votes.votes:
+        kind = act_type(vote.question)
+        if kind is not None:
+            rows.append((f"{vote.item} {vote.question}", vote.annotator, f"act:{kind}", vote.value, vote.condition))
+        elif vote.question == "transcription_status":
+            rows.append((vote.item, vote.annotator, vote.question, vote.value, vote.condition))
+    return votes_from_rows(rows, votes.source)
+
+
+def summarise(votes, _dialogues, settings, _condition, _progress) -> dict:
+    """Agreement per act type (the generic one would be per act string)."""
+    regrouped = by_act_type(votes)
+    if not regrouped.votes:
+        return {}
+    agreement = agreement_all(regrouped, level=settings.level, resamples=settings.resamples, seed=settings.seed)
+    agreement["notes"] = [*agreement.get("notes", []), "acts are grouped by act type: a unit is one act of one turn"]
+    return {"agreement": agreement}
+
 
 QUESTIONS = (
     {"name": "transcription", "type": "text", "required": False, "label": "Transcription"},
@@ -160,6 +193,7 @@ KIND = register(
         shortcuts=(("Ctrl+Enter", "save and next"), ("s", "skip")),
         takes_condition=False,
         export_formats=("dstc-labels",),
+        summarise=summarise,
         guideline=GUIDELINE,
         preview=lambda payload: payload["asr"][0][0] if payload.get("asr") else "(no speech recognised)",
     )

@@ -415,3 +415,16 @@ def test_a_carriage_return_in_a_cell_survives_the_round_trip(tmp_path):
 
     (_, first), _ = list(csv_rows("votes.csv", votes_csv(rows).decode(), {"comment"}, ""))
     assert first["comment"] == "'\r=cmd\nnext"
+
+
+def test_slu_agreement_is_per_act_type(store):
+    """Per act string nearly every act would be a question of one item; per act type a few questions
+    with many units each (a unit: one act of one turn)."""
+    engine, _ = store
+    data = load_study(engine, "slu")
+    act_strings = {v["question"] for v in data.votes if "(" in v["question"]}
+    questions = data.analyser(SETTINGS)["agreement"]["questions"]
+    assert set(questions) == {f"act:{q.split('(')[0]}" for q in act_strings} | {"transcription_status"}
+    assert len(questions) < len(act_strings) / 2
+    assert sum(q["n_items"] for name, q in questions.items() if name.startswith("act:")) == len(
+        {(v["item"], v["question"]) for v in data.votes if "(" in v["question"]})
