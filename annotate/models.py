@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("annotator", "admin")
@@ -43,6 +43,7 @@ class Study(Base):
     questions: Mapped[list] = mapped_column(JSON, default=list)  # study-level question specs
     settings: Mapped[dict] = mapped_column(JSON, default=dict)  # seed, timeout_minutes, sources, ...
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())  # hidden from annotators
 
     items: Mapped[list[Item]] = relationship(back_populates="study", cascade="all, delete-orphan")
 
@@ -133,3 +134,29 @@ class LoginSession(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime)
     revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class StudyMember(Base):
+    """Who may annotate a study.  A study with no members is open to every annotator; once it has
+    members, only they (and admins) see it and get its items."""
+
+    __tablename__ = "study_members"
+
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), primary_key=True, index=True)
+    added_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class StudyChange(Base):
+    """A change an admin made to a study after its creation (overlap, guideline, members, archive):
+    append-only, like votes."""
+
+    __tablename__ = "study_changes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    by: Mapped[str] = mapped_column(String(100))
+    what: Mapped[str] = mapped_column(String(40))
+    old: Mapped[str] = mapped_column(Text, default="")
+    new: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
-from annotate import assignment, votes
+from annotate import assignment, membership, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
 from annotate.db import read_session, write_session
 from annotate.models import Annotator, Assignment, Item, Study
@@ -28,14 +28,19 @@ class StudySummary:
     overlap: int
     items: int
     guideline: str
+    archived: bool = False
 
 
-def list_studies(engine: Engine) -> list[StudySummary]:
+def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySummary]:
+    """Every study (admin pages), or, for ``user``, the studies they may annotate now (membership,
+    not archived; see annotate.membership)."""
     with read_session(engine) as session:
         counts = dict(session.execute(select(Item.study_id, func.count()).group_by(Item.study_id)).all())
+        allowed = None if user is None else membership.open_studies(session, user)
         return [
-            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline)
+            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline, s.archived)
             for s in session.scalars(select(Study).order_by(Study.id))
+            if allowed is None or s.id in allowed
         ]
 
 
@@ -44,6 +49,7 @@ def list_studies(engine: Engine) -> list[StudySummary]:
 
 def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
     with write_session(engine) as session:
+        membership.require_access(session, user, study_id)
         return assignment.next_item(session, study_id, user)
 
 
@@ -56,6 +62,7 @@ def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
         item = session.get(Item, item_id)
         if item is None:
             raise PermissionDenied("no such item")
+        membership.require_access(session, user, item.study_id)
         return item
 
 
@@ -187,7 +194,52 @@ def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) ->
     if overlap < 1:
         raise StudyError("overlap must be at least 1")
     with write_session(engine) as session:
-        assignment.lock_study(session, study_id).overlap = overlap
+        study = assignment.lock_study(session, study_id)
+        if study.overlap != overlap:
+            membership.record(session, study_id, user, "overlap", study.overlap, overlap)
+        study.overlap = overlap
+
+
+def set_guideline(engine: Engine, user: Annotator, study_id: int, guideline: str) -> None:
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        if study.guideline != guideline:
+            membership.record(session, study_id, user, "guideline", study.guideline, guideline)
+        study.guideline = guideline
+
+
+def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool) -> None:
+    """Archive (hidden from annotators, their places given back) or unarchive a study; recorded."""
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        if study.archived != archived:
+            membership.record(session, study_id, user, "archived", study.archived, archived)
+        study.archived = archived
+        if archived:  # the places people hold go back at once
+            session.execute(
+                update(Assignment).where(Assignment.study_id == study_id, Assignment.status == assignment.ACTIVE)
+                .values(status=assignment.RECLAIMED)
+            )  # fmt: skip
+
+
+def set_members(engine: Engine, user: Annotator, study_id: int, names: list[str]) -> list[str]:
+    require_admin(user)
+    with write_session(engine) as session:
+        return membership.set_members(session, assignment.lock_study(session, study_id), names, user)
+
+
+def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return membership.members(session, study_id)
+
+
+def study_changes(engine: Engine, user: Annotator, study_id: int) -> list[dict]:
+    require_admin(user)
+    with read_session(engine) as session:
+        return membership.changes(session, study_id)
 
 
 def reopen(engine: Engine, user: Annotator, study_id: int, key: str, condition: str = "") -> None:

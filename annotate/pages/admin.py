@@ -37,7 +37,8 @@ def studies_page() -> None:
     summaries = service.list_studies(engine)
     if summaries:
         st.dataframe(
-            [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap} for s in summaries], hide_index=True
+            [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived} for s in summaries],
+            hide_index=True,
         )
     st.subheader("Create a study")
     st.caption(" ".join(f"{name}: {kind.inputs}." for name, kind in KINDS.items()) + " An import is all or nothing.")
@@ -87,6 +88,30 @@ def studies_page() -> None:
             condition_value = st.text_input("Its condition (empty if none)")
             if st.form_submit_button("Re-open item"):
                 guard(lambda: service.reopen(engine, user, study.id, key, condition_value), "Item re-opened.")
+        _membership_and_guideline(engine, user, study)
+
+
+def _membership_and_guideline(engine, user, study) -> None:
+    """Who may annotate the study, its archive state and guideline; every change is recorded."""
+    left, right = st.columns(2)
+    with left.form(f"members-{study.id}"):
+        people = [a["name"] for a in service.list_annotators(engine, user) if a["role"] == "annotator"]
+        current = service.study_members(engine, user, study.id)
+        chosen = st.multiselect("Members (none: open to every annotator)", people, default=[p for p in current if p in people])
+        if st.form_submit_button("Set members"):
+            guard(lambda: service.set_members(engine, user, study.id, chosen), "Members set.")
+    with right.form(f"guideline-{study.id}"):
+        text = st.text_area("Guideline", value=study.guideline, height=120)
+        if st.form_submit_button("Save the guideline"):
+            guard(lambda: service.set_guideline(engine, user, study.id, text), "Guideline saved.")
+    label = "Unarchive the study" if study.archived else "Archive the study (hidden from annotators)"
+    if st.button(label, key=f"archive-{study.id}"):
+        if guard(lambda: service.set_archived(engine, user, study.id, not study.archived)):
+            st.rerun()
+    log = service.study_changes(engine, user, study.id)
+    if log:
+        st.caption("Changes to this study")
+        st.dataframe(log, hide_index=True)
 
 
 def annotators_page() -> None:

@@ -19,7 +19,7 @@ from annotate.service import StudySummary
 def render() -> None:
     user = require_user()
     engine = app_engine()
-    studies = [s for s in service.list_studies(engine) if s.items]
+    studies = [s for s in service.list_studies(engine, user) if s.items]  # only the studies this person is on
     st.title("Annotate")
     if not studies:
         st.info("There is no study to work on yet.")

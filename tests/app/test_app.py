@@ -318,3 +318,14 @@ def test_going_back_shows_what_the_item_was_and_your_answer(app_db):
     back = app.selectbox(key=f"back-{study.id}")
     label = back.format_func(back.value)
     assert label.startswith("1. ") and ".json — “" in label and label.endswith("satisfied no"), label
+
+
+def test_the_annotate_page_lists_only_the_studies_you_are_on(app_db):
+    engine = get_engine(app_db)
+    start()
+    admin, _ = log_in(engine, "admin", "demo-admin-pw")
+    coco = next(s for s in service.list_studies(engine) if s.kind == "coco")
+    service.set_members(engine, admin, coco.id, ["ann2"])
+    shown = lambda app: app.selectbox(key="study-choice").options  # noqa: E731
+    assert not any("CoCo" in option for option in shown(login("ann1", "demo-ann1-pw")))
+    assert any("CoCo" in option for option in shown(login("ann2", "demo-ann2-pw")))

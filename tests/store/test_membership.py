@@ -1,0 +1,58 @@
+"""Per-study membership and archiving (issue 14, item 4), enforced on the server."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotate import service
+from annotate.auth import PermissionDenied, add_annotator
+from annotate.db import write_session
+from annotate.sessions import log_in
+from tests.store_helpers import make_study
+
+
+def people(engine):
+    with write_session(engine) as session:
+        add_annotator(session, "boss", "boss-password", "admin")
+        for name in ("on", "off"):
+            add_annotator(session, name, f"{name}-password")
+    return [log_in(engine, name, f"{name}-password")[0] for name in ("boss", "on", "off")]
+
+
+def test_an_annotator_not_on_a_study_cannot_see_or_vote_in_it(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss, on, off = people(engine)
+    assert study.id in [s.id for s in service.list_studies(engine, off)]  # no members yet: open to everybody
+    held = service.next_item(engine, off, study.id)
+    service.set_members(engine, boss, study.id, ["on"])
+    assert [s.id for s in service.list_studies(engine, off)] == []
+    assert [s.id for s in service.list_studies(engine, on)] == [study.id]
+    with pytest.raises(PermissionDenied, match="not on this study"):
+        service.next_item(engine, off, study.id)
+    with pytest.raises(PermissionDenied):
+        service.submit(engine, off, held.id, {"satisfied": "1"})  # an item held from before is closed too
+    item = service.next_item(engine, on, study.id)
+    service.submit(engine, on, item.id, {"satisfied": "1"})
+    with pytest.raises(PermissionDenied):
+        service.set_members(engine, on, study.id, ["on", "off"])  # admins only
+    log = service.study_changes(engine, boss, study.id)
+    assert [(c["what"], c["old"], c["new"], c["by"]) for c in log] == [("members", "(everybody)", "on", "boss")]
+
+
+def test_archive_hides_a_study_and_changes_are_recorded(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss, on, _off = people(engine)
+    service.next_item(engine, on, study.id)
+    service.set_archived(engine, boss, study.id, True)
+    assert service.list_studies(engine, on) == [] and service.list_studies(engine)[0].archived
+    with pytest.raises(PermissionDenied):
+        service.next_item(engine, on, study.id)
+    report = service.study_progress(engine, boss, study.id)
+    assert report["held"] == {}  # the place went back
+    service.set_archived(engine, boss, study.id, False)
+    service.set_overlap(engine, boss, study.id, 5)
+    service.set_guideline(engine, boss, study.id, "Read every turn.")
+    assert service.next_item(engine, on, study.id) is not None
+    log = [(c["what"], c["old"], c["new"]) for c in service.study_changes(engine, boss, study.id)]
+    assert log == [("archived", "False", "True"), ("archived", "True", "False"), ("overlap", "3", "5"),
+                   ("guideline", "", "Read every turn.")]  # fmt: skip
