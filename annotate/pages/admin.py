@@ -149,7 +149,8 @@ def progress_page() -> None:
     right.metric("Vote events", report["vote_events"])
     st.progress(report["fraction_done"])
     st.subheader("Per annotator")
-    st.caption("People with at least one vote in this study: judgements done, and items they hold open now.")
+    st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
+               "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
     if report["annotators"]:
         st.dataframe([{"annotator": n, **c} for n, c in report["annotators"].items()], hide_index=True)
     else:

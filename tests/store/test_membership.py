@@ -56,3 +56,15 @@ def test_archive_hides_a_study_and_changes_are_recorded(engine, fixtures):
     log = [(c["what"], c["old"], c["new"]) for c in service.study_changes(engine, boss, study.id)]
     assert log == [("archived", "False", "True"), ("archived", "True", "False"), ("overlap", "3", "5"),
                    ("guideline", "", "Read every turn.")]  # fmt: skip
+
+
+def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss, on, off = people(engine)
+    for person, seconds in ((on, 40.0), (off, 1.5)):
+        for _ in range(4):
+            item = service.next_item(engine, person, study.id)
+            service.submit(engine, person, item.id, {"satisfied": "1"}, seconds=seconds)
+    report = service.study_progress(engine, boss, study.id)["annotators"]
+    assert report["on"]["median_seconds"] == 40.0 and not report["on"]["fast"]
+    assert report["off"]["median_seconds"] == 1.5 and report["off"]["fast"]
