@@ -230,6 +230,25 @@ def set_members(engine: Engine, user: Annotator, study_id: int, names: list[str]
         return membership.set_members(session, assignment.lock_study(session, study_id), names, user)
 
 
+def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes) -> int:
+    """Attention-check answers uploaded in the app (the CLI's ``--gold`` CSV: item, question, value[,
+    condition]): one transaction, the file and line named on any error; recorded.  Returns the rows."""
+    from annotate.studies import apply_gold
+    from formats.gold import read_gold
+
+    require_admin(user)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise StudyError(f"{file_name}: not UTF-8 text") from None
+    rows = read_gold(file_name, text)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        apply_gold(study, list(session.scalars(select(Item).where(Item.study_id == study_id))), rows, file_name)
+        membership.record(session, study_id, user, "gold", "", f"{len(rows)} answers from {file_name}")
+    return len(rows)
+
+
 def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
     require_admin(user)
     with read_session(engine) as session:

@@ -104,6 +104,12 @@ def _membership_and_guideline(engine, user, study) -> None:
         text = st.text_area("Guideline", value=study.guideline, height=120)
         if st.form_submit_button("Save the guideline"):
             guard(lambda: service.set_guideline(engine, user, study.id, text), "Guideline saved.")
+    with st.form(f"gold-{study.id}", clear_on_submit=True):
+        gold = st.file_uploader("Attention checks (CSV: item, question, value[, condition])", type=["csv"])
+        if st.form_submit_button("Upload gold answers") and gold is not None:
+            count = guard(lambda: service.set_gold(engine, user, study.id, gold.name, gold.getvalue()))
+            if count:
+                st.success(f"{int(count)} gold answers stored.")
     label = "Unarchive the study" if study.archived else "Archive the study (hidden from annotators)"
     if st.button(label, key=f"archive-{study.id}"):
         if guard(lambda: service.set_archived(engine, user, study.id, not study.archived)):

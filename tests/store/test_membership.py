@@ -68,3 +68,23 @@ def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures)
     report = service.study_progress(engine, boss, study.id)["annotators"]
     assert report["on"]["median_seconds"] == 40.0 and not report["on"]["fast"]
     assert report["off"]["median_seconds"] == 1.5 and report["off"]["fast"]
+
+
+def test_gold_answers_uploaded_in_the_app(engine, fixtures):
+    from sqlalchemy import select
+
+    from annotate.db import read_session
+    from annotate.models import Item
+
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss, on, _off = people(engine)
+    bad = b"item,question,value\nPMUL4648.json,satisfied,1\nNOPE.json,satisfied,0\n"
+    with pytest.raises(ValueError, match="gold.csv:line 3"):
+        service.set_gold(engine, boss, study.id, "gold.csv", bad)
+    with pytest.raises(PermissionDenied):
+        service.set_gold(engine, on, study.id, "gold.csv", bad)
+    assert service.set_gold(engine, boss, study.id, "gold.csv", b"item,question,value\nPMUL4648.json,satisfied,0\n") == 1
+    with read_session(engine) as session:
+        gold = {i.key: i.gold for i in session.scalars(select(Item).where(Item.study_id == study.id)) if i.gold}
+    assert gold == {"PMUL4648.json": {"satisfied": "0"}}  # the bad file changed nothing
+    assert service.study_changes(engine, boss, study.id)[-1]["new"] == "1 answers from gold.csv"
