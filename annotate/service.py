@@ -249,6 +249,25 @@ def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, dat
     return len(rows)
 
 
+def study_settings(engine: Engine, user: Annotator, study_id: int) -> AnalysisSettings:
+    """The analysis settings stored with the study (its λ grid, rating mode, ...), else the defaults."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return AnalysisSettings.from_dict((session.get(Study, study_id).settings or {}).get("analysis"))
+
+
+def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings) -> None:
+    """Store the analysis settings with the study: the Analysis page opens with them and the app's
+    exports and report use them; recorded."""
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        before = (study.settings or {}).get("analysis")
+        if before != settings.to_dict():
+            membership.record(session, study_id, user, "analysis settings", before or "(defaults)", settings.to_dict())
+        study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
+
+
 def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
     require_admin(user)
     with read_session(engine) as session:
@@ -298,7 +317,7 @@ def export(
     from annotate.study_data import load_study, study_analysis
     from exports.formats import as_download, write
 
-    settings = settings or AnalysisSettings()
+    settings = settings or study_settings(engine, user, study_id)
     data = load_study(engine, study_id, history=history)
     shared = lambda chosen: study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
     return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))

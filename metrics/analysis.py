@@ -155,6 +155,26 @@ class AnalysisSettings:
     folds: int = 5  # cross-validation folds for λ*
     seed: int = 0
 
+    def to_dict(self) -> dict:
+        return {"level": self.level, "tie": self.tie, "rating": self.rating, "lambdas": list(self.lambdas),
+                "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> AnalysisSettings:
+        """Stored settings (unknown keys ignored, missing ones at their defaults).
+
+        >>> AnalysisSettings.from_dict({"rating": "majority", "grid": [0, 5, 11], "other": 1}).grid
+        (0.0, 5.0, 11)
+        """
+        values = dict(values or {})
+        chosen = {k: values[k] for k in ("level", "tie", "rating", "resamples", "folds", "seed") if k in values}
+        if "lambdas" in values:
+            chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
+        if "grid" in values:
+            start, stop, num = values["grid"]
+            chosen["grid"] = (float(start), float(stop), int(num))
+        return cls(**chosen)
+
     @property
     def lambdas_text(self) -> str:
         return ",".join(f"{v:g}" for v in self.lambdas)

@@ -17,24 +17,30 @@ from annotate.pages.context import app_engine, guard, require_admin_page
 from annotate.study_data import study_analysis, study_conditions
 from exports.charts import metric_rating_chart, r_lambda_chart
 from metrics import present
-from metrics.analysis import DEFAULTS, AnalysisSettings
+from metrics.analysis import AnalysisSettings
 
 
-def _settings_form() -> AnalysisSettings:
+def _settings_form(engine, user, study) -> AnalysisSettings:
+    """The analysis settings, starting from those stored with the study; they can be stored with it."""
+    stored = service.study_settings(engine, user, study.id)
+    key = f"an-{study.id}"  # per study: another study's settings start from its own
     with st.expander("Settings", expanded=False):
         left, middle, right = st.columns(3)
         levels, ties, ratings = ("nominal", "ordinal", "interval", "ratio"), ("none", "random", "fixed:0", "fixed:1"), (
             "mean", "majority", "pairs")  # fmt: skip
-        level = left.selectbox("Agreement level", levels, index=levels.index(DEFAULTS.level), key="an-level")
-        tie = middle.selectbox("Majority ties", ties, index=ties.index(DEFAULTS.tie), key="an-tie")
-        rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(DEFAULTS.rating), key="an-rating")
-        resamples = left.number_input("Bootstrap resamples", 0, 5000, DEFAULTS.resamples, step=100, key="an-boot")
-        folds = middle.number_input("Cross-validation folds", 0, 20, DEFAULTS.folds, key="an-folds")
-        seed = right.number_input("Seed", 0, 2**31 - 1, DEFAULTS.seed, key="an-seed")
-        grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, DEFAULTS.grid[1], key="an-grid-stop")
-        grid_num = middle.number_input("λ grid: points", 3, 5001, DEFAULTS.grid[2], key="an-grid-num")
-    return AnalysisSettings(level, tie, rating, resamples=int(resamples), folds=int(folds), seed=int(seed),
-                            grid=(DEFAULTS.grid[0], float(grid_stop), int(grid_num)))  # fmt: skip
+        level = left.selectbox("Agreement level", levels, index=levels.index(stored.level), key=f"{key}-level")
+        tie = middle.selectbox("Majority ties", ties, index=ties.index(stored.tie) if stored.tie in ties else 0, key=f"{key}-tie")
+        rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(stored.rating), key=f"{key}-rating")
+        resamples = left.number_input("Bootstrap resamples", 0, 5000, stored.resamples, step=100, key=f"{key}-boot")
+        folds = middle.number_input("Cross-validation folds", 0, 20, stored.folds, key=f"{key}-folds")
+        seed = right.number_input("Seed", 0, 2**31 - 1, stored.seed, key=f"{key}-seed")
+        grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
+        grid_num = middle.number_input("λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
+        chosen = AnalysisSettings(level, tie, rating, stored.lambdas, (stored.grid[0], float(grid_stop), int(grid_num)),
+                                  int(resamples), int(folds), int(seed))  # fmt: skip
+        if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
+            guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
+    return chosen
 
 
 def render() -> None:
@@ -44,7 +50,7 @@ def render() -> None:
     study = _study_picker(key="analysis-study")
     if study is None:
         return
-    settings = _settings_form()
+    settings = _settings_form(engine, user, study)
     progress_report = service.study_progress(engine, user, study.id)
     left, middle, right = st.columns(3)
     left.metric("Judgements", f"{progress_report['judgements_done']} / {progress_report['judgements_needed']}")

@@ -88,3 +88,17 @@ def test_gold_answers_uploaded_in_the_app(engine, fixtures):
         gold = {i.key: i.gold for i in session.scalars(select(Item).where(Item.study_id == study.id)) if i.gold}
     assert gold == {"PMUL4648.json": {"satisfied": "0"}}  # the bad file changed nothing
     assert service.study_changes(engine, boss, study.id)[-1]["new"] == "1 answers from gold.csv"
+
+
+def test_analysis_settings_stored_with_the_study(engine, fixtures):
+    from metrics.analysis import DEFAULTS, AnalysisSettings
+
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss, _on, _off = people(engine)
+    assert service.study_settings(engine, boss, study.id) == DEFAULTS
+    chosen = AnalysisSettings(rating="majority", grid=(0.0, 4.0, 41), resamples=50)
+    service.set_study_settings(engine, boss, study.id, chosen)
+    assert service.study_settings(engine, boss, study.id) == chosen
+    report, _ = service.export(engine, boss, study.id, "report-md")  # no settings given: the study's own
+    assert b"linspace 0\\.\\.4, 41 points" in report and b"| human rating | majority |" in report
+    assert service.study_changes(engine, boss, study.id)[-1]["what"] == "analysis settings"
