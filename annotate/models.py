@@ -160,3 +160,19 @@ class StudyChange(Base):
     old: Mapped[str] = mapped_column(Text, default="")
     new: Mapped[str] = mapped_column(Text, default="")
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Adjudication(Base):
+    """An adjudicator's final label for an item's question, kept apart from the annotators' votes.
+    Append-only: the current label is the latest event."""
+
+    __tablename__ = "adjudications"
+    __table_args__ = (Index("ix_adjudications_item_question", "item_id", "question"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"))
+    question: Mapped[str] = mapped_column(String(300))
+    value: Mapped[str] = mapped_column(Text)
+    by: Mapped[str] = mapped_column(String(100))
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -268,6 +268,30 @@ def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings:
         study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
 
 
+def adjudicate(engine: Engine, user: Annotator, study_id: int, key: str, condition: str, question: str, value: str,
+               note: str = "") -> None:  # fmt: skip
+    """An adjudicator's (admin's) final label for an item's question: its own event, apart from the votes."""
+    from annotate.models import Adjudication
+    from annotate.studies import check_value
+
+    require_admin(user)
+    with write_session(engine) as session:
+        study = session.get(Study, study_id)
+        item = session.scalar(select(Item).where(Item.study_id == study_id, Item.key == key, Item.condition == condition))
+        if item is None:
+            raise StudyError(f"no item {key!r} (condition {condition!r}) in study {study.name!r}")
+        session.add(Adjudication(item_id=item.id, question=question, value=check_value(study, item, question, value),
+                                 by=user.name, note=note))  # fmt: skip
+
+
+def item_votes(engine: Engine, user: Annotator, study_id: int, key: str, condition: str) -> list[dict]:
+    """Drill-down: every vote event on an item, with its annotator, time, time spent and comment."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return [row for row in votes.vote_rows(session, study_id, history=True) if row["item"] == key
+                and (row["condition"] or "") == condition]  # fmt: skip
+
+
 def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
     require_admin(user)
     with read_session(engine) as session:

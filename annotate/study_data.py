@@ -56,11 +56,24 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
             history=vote_rows(session, row.id, history=True) if history else [],
             progress_report=progress(session, row.id),
             dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
+            adjudications=adjudications(session, row.id),
         )
     data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
         kind, data.vote_table(), data.items, settings, condition=condition, progress=progress
     )
     return data
+
+
+def adjudications(session, study_id: int) -> dict[tuple[str, str, str], dict]:
+    """The current (latest) adjudicated label per (item key, condition, question)."""
+    from annotate.models import Adjudication
+
+    rows = session.execute(
+        select(Item.key, Item.condition, Adjudication.question, Adjudication.value, Adjudication.by, Adjudication.note)
+        .join(Item, Item.id == Adjudication.item_id).where(Item.study_id == study_id).order_by(Adjudication.id)
+    )  # fmt: skip
+    return {(key, condition or "", question): {"value": value, "by": by, "note": note}
+            for key, condition, question, value, by, note in rows}  # fmt: skip
 
 
 def study_votes(engine: Engine, user: Annotator, study_id: int) -> VoteTable:

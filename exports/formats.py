@@ -102,7 +102,7 @@ FORMATS = {
         Format("votes-parquet", "votes.parquet", _single("votes.parquet", lambda r: tables.votes_parquet(_rows(r))),
                "the same as Parquet"),
         Format("majority-csv", "majority.csv",
-               _single("majority.csv", lambda r: tables.majority_csv(_analysis_part(r, "majority"))),
+               _single("majority.csv", lambda r: tables.majority_csv(_analysis_part(r, "majority"), r.data.adjudications)),
                "majority label, soft label, median and counts per item and question"),
         Format("agreement-csv", "agreement.csv",
                _single("agreement.csv", lambda r: tables.agreement_csv(_analysis_part(r, "agreement"))),

@@ -46,11 +46,22 @@ def sections(data, analysis: dict, settings) -> list[Table]:
         ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
         ["vote events", str(progress["vote_events"])],
     ]  # fmt: skip
-    return [
+    tables = [
         Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
         Table("Progress", ("", ""), progress_rows),
         *analysis_tables(analysis, settings.tie),
     ]
+    adjudicated = getattr(data, "adjudications", {})
+    if adjudicated:
+        majority = {(row["item"], row.get("condition") or "", question): row["majority"]
+                    for question, table in analysis.get("majority", {}).items() for row in table["rows"]}  # fmt: skip
+        rows = [[key, condition, question, "—" if majority.get((key, condition, question)) is None
+                 else str(majority[(key, condition, question)]), label["value"], label["by"]]
+                for (key, condition, question), label in sorted(adjudicated.items())]  # fmt: skip
+        tables.append(Table("Adjudicated items", ("item", "condition", "question", "majority", "adjudicated", "by"), rows,
+                            [f"{len(rows)} label(s) set by an adjudicator; majority-csv gives them as final "
+                             "(final_source adjudicated)."]))  # fmt: skip
+    return tables
 
 
 def _plot_png(analysis: dict) -> bytes | None:

@@ -38,6 +38,7 @@ class StudyData:
     progress_report: dict = field(default_factory=dict)  # progress as the store reported it at load time
     dialogues: dict[str, list[Dialogue]] = field(default_factory=dict)  # per condition, for kinds that have them
     analyser: Callable[..., dict] | None = None  # (settings, condition) -> the study's analysis
+    adjudications: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # (key, condition, question) -> label
 
     def vote_table(self) -> VoteTable:
         rows = ((v["item"], v["annotator"], v["question"], v["value"], v["condition"] or "") for v in self.votes)

@@ -4,8 +4,9 @@ calibration.  Every CSV goes through :func:`formats.safety.neutralise` (spreadsh
 Column contracts:
 
 - votes: item, condition, annotator, question, value, comment, created_at, seconds
-- majority: item, condition, question, n_votes, majority, tie, soft, median, counts
-  (``counts`` is a JSON object {answer: votes}); the free-text ``transcription`` is left out
+- majority: item, condition, question, n_votes, majority, tie, soft, median, counts, final, final_source
+  (``counts`` is a JSON object {answer: votes}; ``final`` is the adjudicated label where there is one,
+  ``final_source`` says ``adjudicated`` or ``majority``); the free-text ``transcription`` is left out
 - agreement: question, n_items, n_annotators, n_votes, level, then each coefficient with
   ``_low`` / ``_high`` (95 % bootstrap CI), notes
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
@@ -22,7 +23,8 @@ from collections.abc import Iterable, Sequence
 from formats.safety import neutralise_row
 
 VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
-MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts")
+MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts", "final",
+                    "final_source")  # fmt: skip
 COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
 AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
                      *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
@@ -60,13 +62,19 @@ def votes_parquet(rows: list[dict]) -> bytes:
     return buffer.getvalue()
 
 
-def majority_csv(majority: dict) -> bytes:
+def majority_csv(majority: dict, adjudications: dict | None = None) -> bytes:
+    """Majority rows; ``final`` is the adjudicated label where an adjudicator gave one (``final_source``
+    ``adjudicated``), else the majority (``majority``; empty when tied)."""
+    adjudications = adjudications or {}
     rows = []
     for question, table in majority.items():
         for row in table["rows"]:
             counts = {k[2:]: v for k, v in row.items() if k.startswith("n_") and k != "n_votes"}
+            adjudicated = adjudications.get((row["item"], row.get("condition") or "", question))
+            final, source = (adjudicated["value"], "adjudicated") if adjudicated else (row.get("majority"), "majority")
             rows.append({**{c: row[c] for c in MAJORITY_COLUMNS if c in row}, "question": question,
-                         "tie": int(row["tie"]), "counts": json.dumps(counts, ensure_ascii=False)})  # fmt: skip
+                         "tie": int(row["tie"]), "counts": json.dumps(counts, ensure_ascii=False),
+                         "final": final, "final_source": source if final is not None else ""})  # fmt: skip
     return csv_bytes(rows, MAJORITY_COLUMNS)
 
 

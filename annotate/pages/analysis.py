@@ -74,7 +74,7 @@ def render() -> None:
     _agreement_section(result["agreement"])
     if "coco" in result:
         show_table(present.coco_table(result["coco"]))
-    _majority_section(result["majority"], settings.tie)
+    _majority_section(result["majority"], settings.tie, study, user)
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
 
@@ -100,10 +100,39 @@ def _agreement_section(agreement: dict) -> None:
             st.text(note)
 
 
-def _majority_section(majority: dict, tie: str) -> None:
+def _majority_section(majority: dict, tie: str, study=None, user=None) -> None:
     show_table(present.majority_summary(majority, tie))
     question = st.selectbox("Items of a question", list(majority), key="analysis-majority-question")
-    st.dataframe(pd.DataFrame(majority[question]["rows"]), hide_index=True)
+    rows = majority[question]["rows"]
+    split_only = st.checkbox("Only split items (no majority, or at most 2/3 agreeing)", key="analysis-split")
+    if split_only:
+        rows = [r for r in rows if _split(r)]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if study is not None and rows:
+        _drill_down(study, user, question, rows)
+
+
+def _split(row: dict) -> bool:
+    """No majority, or the largest answer has at most two thirds of the votes."""
+    counts = [v for k, v in row.items() if k.startswith("n_") and k != "n_votes"]
+    return row["majority"] is None or max(counts, default=0) <= 2 / 3 * row["n_votes"]
+
+
+def _drill_down(study, user, question: str, rows: list[dict]) -> None:
+    """Every vote and comment on one item, and the adjudicator's final label (its own event)."""
+    engine = app_engine()
+    with st.expander("Drill down into an item and adjudicate"):
+        labels = {f"{r['item']}\u241f{r.get('condition') or ''}": r for r in rows}
+        chosen = st.selectbox("Item", list(labels), format_func=lambda k: k.replace("\u241f", "  ·  "), key="analysis-drill")
+        row = labels[chosen]
+        condition = row.get("condition") or ""
+        st.dataframe(guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or [], hide_index=True)
+        with st.form("adjudicate"):
+            value = st.radio("Final label", ["1", "0"], horizontal=True, key="analysis-final")
+            note = st.text_input("Note (optional)", key="analysis-final-note")
+            if st.form_submit_button("Record the adjudicated label"):
+                guard(lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
+                      "Recorded; the majority export gives it as the final label.")  # fmt: skip
 
 
 def _correlation_section(result: dict) -> None:

@@ -190,3 +190,23 @@ def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
     with read_session(engine) as session:
         voted = session.execute(select(VoteEvent.item_id, VoteEvent.value)).all()
     assert voted == [(held, "0")]
+
+
+def test_adjudicate_from_the_analysis_page(app_db):
+    from annotate.models import Adjudication
+
+    engine = get_engine(app_db)
+    start()
+    _, token = log_in(engine, "admin", "demo-admin-pw")
+    _vote_everything(engine, "satisfaction", lambda n, item: {"satisfied": "1" if n == 3 or len(item.key) % 2 else "0"})
+    probe = analysis_as(token)
+    probe.checkbox(key="analysis-split").check().run()
+    assert not probe.exception, probe.exception
+    item = probe.selectbox(key="analysis-drill").value.split("\u241f")[0]
+    probe.radio(key="analysis-final").set_value("0")
+    submit = next(b for b in probe.get("form_submit_button") if "adjudicated" in b.label)
+    submit.click().run()
+    assert not probe.exception, probe.exception
+    with read_session(engine) as session:
+        stored = session.execute(select(Adjudication.question, Adjudication.value, Adjudication.by)).all()
+    assert stored == [("satisfied", "0", "admin")] and item

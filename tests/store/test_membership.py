@@ -102,3 +102,30 @@ def test_analysis_settings_stored_with_the_study(engine, fixtures):
     report, _ = service.export(engine, boss, study.id, "report-md")  # no settings given: the study's own
     assert b"linspace 0\\.\\.4, 41 points" in report and b"| human rating | majority |" in report
     assert service.study_changes(engine, boss, study.id)[-1]["what"] == "analysis settings"
+
+
+def test_an_adjudicated_label_appears_in_the_majority_export(engine, fixtures):
+    import csv
+    import io
+
+    study, _ = make_study(engine, fixtures, annotators=0, overlap=2)
+    boss, on, off = people(engine)
+    for person, value in ((on, "1"), (off, "0")):  # two annotators who disagree on everything
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            service.submit(engine, person, item.id, {"satisfied": value}, comment=f"{person.name} says {value}")
+    drill = service.item_votes(engine, boss, study.id, "PMUL4648.json", "fga_human_eval")
+    assert sorted((r["annotator"], r["value"], r["comment"]) for r in drill) == [("off", "0", "off says 0"), ("on", "1", "on says 1")]
+    with pytest.raises(PermissionDenied):
+        service.adjudicate(engine, on, study.id, "PMUL4648.json", "fga_human_eval", "satisfied", "1")
+    with pytest.raises(ValueError, match="takes 1 or 0"):
+        service.adjudicate(engine, boss, study.id, "PMUL4648.json", "fga_human_eval", "satisfied", "maybe")
+    service.adjudicate(engine, boss, study.id, "PMUL4648.json", "fga_human_eval", "satisfied", "1", "the booking was right")
+    content, _ = service.export(engine, boss, study.id, "majority-csv")
+    rows = {r["item"]: r for r in csv.DictReader(io.StringIO(content.decode()))}
+    assert rows["PMUL4648.json"]["majority"] == "" and rows["PMUL4648.json"]["tie"] == "1"
+    assert (rows["PMUL4648.json"]["final"], rows["PMUL4648.json"]["final_source"]) == ("1", "adjudicated")
+    assert (rows["MUL0144.json"]["final"], rows["MUL0144.json"]["final_source"]) == ("", "")  # a tie, not adjudicated
+    report, _ = service.export(engine, boss, study.id, "report-md")
+    assert b"Adjudicated items" in report and b"the booking was right" not in report
+    votes_csv, _ = service.export(engine, boss, study.id, "votes-csv")
+    assert votes_csv.decode().count("boss") == 0  # the adjudication is not a vote
