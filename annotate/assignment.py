@@ -222,7 +222,7 @@ FAST_SECONDS = 2.0  # a median below this, or below a quarter of the study's med
 FAST_SHARE = 0.25
 
 
-def _time_per_item(session: Session, study_id: int, per_annotator: dict[str, dict]) -> None:
+def _time_per_item(session: Session, study_id: int) -> dict[str, dict]:
     """Each voter's median seconds on an item (the first vote event of each item: the time from the
     item shown to the judgement) and ``fast``: implausibly quick judging, a median under 2 s or under a
     quarter of the study's median."""
@@ -240,19 +240,21 @@ def _time_per_item(session: Session, study_id: int, per_annotator: dict[str, dic
     for name, value in rows:
         seconds.setdefault(name, []).append(float(value))
     overall = statistics.median([s for values in seconds.values() for s in values]) if seconds else None
-    for name, counts in per_annotator.items():
-        values = seconds.get(name)
-        median = statistics.median(values) if values else None
-        counts["median_seconds"] = None if median is None else round(median, 1)
-        counts["fast"] = median is not None and (median < FAST_SECONDS or (overall is not None and median < FAST_SHARE * overall))
+    timing = {}
+    for name, values in sorted(seconds.items()):
+        median = statistics.median(values)
+        fast = median < FAST_SECONDS or (overall is not None and median < FAST_SHARE * overall)
+        timing[name] = {"median_seconds": round(median, 1), "fast": fast}
+    return timing
 
 
 def progress(session: Session, study_id: int, now: datetime | None = None) -> dict:
     """Items, finished judgements, and per-annotator and per-item counts.
 
     ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
-    ``active`` places they hold now, ``median_seconds`` per item and ``fast``); ``held`` counts the
-    places held now by anyone, voters or not (someone looking at an item), apart from the votes.
+    ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or not
+    (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
+    seconds per item and ``fast`` (see :func:`_time_per_item`).
     """
     now = now or utcnow()
     study = session.get(Study, study_id)
@@ -286,7 +288,6 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         held[name] = held.get(name, 0) + 1
         if name in per_annotator:
             per_annotator[name]["active"] += 1
-    _time_per_item(session, study_id, per_annotator)
     needed = sum(study.overlap + extra for _, _, _, extra in items)
     finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
     n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
@@ -302,6 +303,7 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         "vote_events": int(n_votes or 0),
         "annotators": dict(sorted(per_annotator.items())),
         "held": dict(sorted(held.items())),
+        "time_per_item": _time_per_item(session, study_id),
         "per_item": [
             {"key": key, "condition": condition, "done": per_item_done.get(i, 0), "needed": study.overlap + extra}
             for i, key, condition, extra in items

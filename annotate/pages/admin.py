@@ -158,7 +158,8 @@ def progress_page() -> None:
     st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
                "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
     if report["annotators"]:
-        st.dataframe([{"annotator": n, **c} for n, c in report["annotators"].items()], hide_index=True)
+        timing = report["time_per_item"]
+        st.dataframe([{"annotator": n, **c, **timing.get(n, {})} for n, c in report["annotators"].items()], hide_index=True)
     else:
         st.text("Nobody has voted yet.")
     if report["held"]:

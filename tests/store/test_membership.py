@@ -65,7 +65,7 @@ def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures)
         for _ in range(4):
             item = service.next_item(engine, person, study.id)
             service.submit(engine, person, item.id, {"satisfied": "1"}, seconds=seconds)
-    report = service.study_progress(engine, boss, study.id)["annotators"]
+    report = service.study_progress(engine, boss, study.id)["time_per_item"]
     assert report["on"]["median_seconds"] == 40.0 and not report["on"]["fast"]
     assert report["off"]["median_seconds"] == 1.5 and report["off"]["fast"]
 
