@@ -44,6 +44,14 @@ def record(session: Session, study_id: int, by: Annotator, what: str, old, new) 
     session.add(StudyChange(study_id=study_id, by=by.name, what=what, old=str(old), new=str(new)))
 
 
+def change(session: Session, study: Study, by: Annotator, field: str, value) -> None:
+    """Set one of the study's own fields (overlap, guideline, archived), recording a real change."""
+    old = getattr(study, field)
+    if old != value:
+        record(session, study.id, by, field, old, value)
+    setattr(study, field, value)
+
+
 def set_members(session: Session, study: Study, names: list[str], by: Annotator) -> list[str]:
     """Make exactly ``names`` the members (an empty list opens the study to everybody); recorded."""
     people = []

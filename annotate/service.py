@@ -194,29 +194,20 @@ def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) ->
     if overlap < 1:
         raise StudyError("overlap must be at least 1")
     with write_session(engine) as session:
-        study = assignment.lock_study(session, study_id)
-        if study.overlap != overlap:
-            membership.record(session, study_id, user, "overlap", study.overlap, overlap)
-        study.overlap = overlap
+        membership.change(session, assignment.lock_study(session, study_id), user, "overlap", overlap)
 
 
 def set_guideline(engine: Engine, user: Annotator, study_id: int, guideline: str) -> None:
     require_admin(user)
     with write_session(engine) as session:
-        study = assignment.lock_study(session, study_id)
-        if study.guideline != guideline:
-            membership.record(session, study_id, user, "guideline", study.guideline, guideline)
-        study.guideline = guideline
+        membership.change(session, assignment.lock_study(session, study_id), user, "guideline", guideline)
 
 
 def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool) -> None:
     """Archive (hidden from annotators, their places given back) or unarchive a study; recorded."""
     require_admin(user)
     with write_session(engine) as session:
-        study = assignment.lock_study(session, study_id)
-        if study.archived != archived:
-            membership.record(session, study_id, user, "archived", study.archived, archived)
-        study.archived = archived
+        membership.change(session, assignment.lock_study(session, study_id), user, "archived", archived)
         if archived:  # the places people hold go back at once
             session.execute(
                 update(Assignment).where(Assignment.study_id == study_id, Assignment.status == assignment.ACTIVE)
