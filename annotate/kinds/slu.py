@@ -126,6 +126,14 @@ def item_view(payload: dict) -> dict:
     }
 
 
+ACT_KEYS = tuple("123456789")  # act n's shortcut; s is skip, Ctrl+Enter saves
+
+
+def _flip(state, key: str) -> None:
+    """A shortcut press: unmarked or incorrect -> correct, correct -> incorrect."""
+    state[key] = "0" if state.get(key) == "1" else "1"
+
+
 def render(st, ctx: ItemContext) -> None:
     item, answers = ctx.item, ctx.answers
     view = item_view(item.payload)
@@ -152,17 +160,22 @@ def render(st, ctx: ItemContext) -> None:
     choices = {}
     for position, (name, score, auto) in enumerate(view["acts"]):
         current = answers.get(name)
-        default = current if current is not None else ("1" if auto else None)
-        left, right = st.columns([3, 2])
+        key = f"act-{item.id}-{position}"
+        if key not in ctx.state:  # the default lives in the state, so a shortcut can flip it
+            ctx.state[key] = current if current is not None else ("1" if auto else None)
+        shortcut = ACT_KEYS[position] if position < len(ACT_KEYS) else None
+        keys, left, right = st.columns([1, 6, 4], vertical_alignment="center")
+        if shortcut:
+            keys.button("toggle", shortcut=shortcut, key=f"{key}-key", on_click=_flip, args=(ctx.state, key),
+                        help=f"Press {shortcut}: correct, press again: incorrect")  # fmt: skip
         with left:
             st.text(
                 f"{name}   score {score:.2f}" + ("   (auto: exact match with the label file)" if auto and current is None else "")
             )
         with right:
             choices[name] = st.radio(
-                f"act {position + 1}", ["1", "0"], index=None if default is None else ["1", "0"].index(default),
-                format_func=lambda v: "correct" if v == "1" else "incorrect", horizontal=True,
-                label_visibility="collapsed", key=f"act-{item.id}-{position}",
+                f"act {position + 1}", ["1", "0"], format_func=lambda v: "correct" if v == "1" else "incorrect",
+                horizontal=True, label_visibility="collapsed", key=key,
             )  # fmt: skip
     ctx.comment_box()
     left, right = st.columns(2)
@@ -190,7 +203,7 @@ KIND = register(
         questions=QUESTIONS,
         build_items=build_items,
         render=render,
-        shortcuts=(("Ctrl+Enter", "save and next"), ("s", "skip")),
+        shortcuts=(("1-9", "act n: correct, again: incorrect"), ("Ctrl+Enter", "save and next"), ("s", "skip")),
         takes_condition=False,
         export_formats=("dstc-labels",),
         summarise=summarise,

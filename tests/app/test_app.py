@@ -329,3 +329,16 @@ def test_the_annotate_page_lists_only_the_studies_you_are_on(app_db):
     shown = lambda app: app.selectbox(key="study-choice").options  # noqa: E731
     assert not any("CoCo" in option for option in shown(login("ann1", "demo-ann1-pw")))
     assert any("CoCo" in option for option in shown(login("ann2", "demo-ann2-pw")))
+
+
+def test_every_slu_act_has_a_keyboard_shortcut(app_db):
+    app = choose_study(login("ann3", "demo-ann3-pw"), "SLU")
+    radios = [r for r in app.radio if r.key.startswith("act-")]
+    keys = [b for b in app.button if b.key and b.key.startswith("act-") and b.key.endswith("-key")]
+    assert radios and len(keys) == min(len(radios), 9)
+    first = radios[0].key
+    before = app.radio(key=first).value
+    keys[0].click().run()
+    assert app.radio(key=first).value == ("0" if before == "1" else "1")
+    app.button(key=f"{first}-key").click().run()
+    assert app.radio(key=first).value == ("1" if before == "1" else "0")
