@@ -1,4 +1,6 @@
-"""Readers: one module per input format, and format auto-detection.
+"""The lowest layer: the data model (``formats.dialogue``), one reader module per input format (and
+the writer that mirrors it, where there is one), tidy votes and gold CSV, CSV safety, reader errors.
+Imports nothing of ours.  This module: format auto-detection and loading dialogues from paths.
 
 Every reader raises :class:`ReaderError` (file + line or key + message) on bad
 input and returns nothing partial.  Importing this package is cheap (no numpy,
