@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate.pages import admin, analysis, annotate_page, login
+from annotate.pages import admin, analysis, annotate_page, join, login
 from annotate.pages.context import app_engine, current_user, logout, sync_cookie, warn_if_shared_sqlite
 
 st.set_page_config(page_title="DST Judge", layout="wide")
 app_engine()
 warn_if_shared_sqlite()
+join.join_from_link()  # a crowd worker's join link signs them in (or is refused) before anything else
 user = current_user()
 if user is None:
     pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]
@@ -25,7 +26,8 @@ else:
             st.Page(analysis.render, title="Analysis", url_path="analysis"),
         ]
     with st.sidebar:
-        st.text(f"Logged in as {user.name} ({user.role})")
+        who = user.name.rsplit("@", 1)[0] if user.role == "worker" else user.name  # a worker: <platform>:<id>
+        st.text(f"Logged in as {who} ({user.role})")
         if st.button("Log out", key="logout"):
             logout()
             st.rerun()

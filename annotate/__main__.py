@@ -10,6 +10,12 @@
     python -m annotate study list
     python -m annotate study reopen NAME ITEM|--all [--condition C] [--extra N]
     python -m annotate study items NAME --json
+    python -m annotate study members NAME [--set A B ... | --add A ... | --remove A ... | --open]
+    python -m annotate study guideline NAME FILE
+    python -m annotate study overlap NAME K
+    python -m annotate study archive|unarchive NAME
+    python -m annotate study changes NAME [--json]
+    python -m annotate study delete NAME --confirm NAME   (refused while votes exist that were not exported)
     python -m annotate status NAME [--json]
     python -m annotate votes import NAME FILE.csv
     python -m annotate votes export NAME [--format csv|jsonl] [--history] [--out F]
@@ -75,6 +81,28 @@ def build_parser() -> argparse.ArgumentParser:
     items = study.add_parser("items")
     items.add_argument("name")
     items.add_argument("--json", action="store_true")
+
+    members = study.add_parser("members", help="list or change who may annotate the study (none: everybody)")
+    members.add_argument("name")
+    change = members.add_mutually_exclusive_group()
+    change.add_argument("--set", nargs="+", metavar="ANNOTATOR", help="exactly these annotators")
+    change.add_argument("--add", nargs="+", metavar="ANNOTATOR")
+    change.add_argument("--remove", nargs="+", metavar="ANNOTATOR")
+    change.add_argument("--open", action="store_true", help="no members: open to every annotator")
+    guideline = study.add_parser("guideline", help="replace the guideline with a text file's content")
+    guideline.add_argument("name")
+    guideline.add_argument("file", type=Path)
+    overlap = study.add_parser("overlap", help="annotators per item (k) from now on")
+    overlap.add_argument("name")
+    overlap.add_argument("k", type=int)
+    for action, what in (("archive", "hide the study from annotators"), ("unarchive", "show it to annotators again")):
+        study.add_parser(action, help=what).add_argument("name")
+    log = study.add_parser("changes", help="the study's change log (who changed what, when)")
+    log.add_argument("name")
+    log.add_argument("--json", action="store_true")
+    remove = study.add_parser("delete", help="delete the study (its votes must have been exported)")
+    remove.add_argument("name")
+    remove.add_argument("--confirm", required=True, metavar="NAME", help="the study's name again")
 
     status = commands.add_parser("status", help="progress of a study")
     status.add_argument("name")
@@ -213,6 +241,71 @@ def study_items(engine, args) -> None:
     print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
 
 
+def study_members(engine, args) -> None:
+    from annotate import membership
+
+    with write_session(engine) as session:
+        study = _study(session, args.name)
+        current = membership.members(session, study.id)
+        chosen = (
+            args.set if args.set else current + args.add if args.add
+            else [n for n in current if n not in args.remove] if args.remove else [] if args.open else None
+        )  # fmt: skip
+        if chosen is not None:
+            unknown = [n for n in (args.remove or []) if n not in current]
+            if unknown:
+                raise ValueError(f"not a member of {args.name!r}: {', '.join(unknown)}")
+            current = membership.set_members(session, study, chosen, membership.CLI)
+    print("\n".join(current) or "(everybody)")
+
+
+def _change(engine, name: str, field: str, value) -> None:
+    from annotate import assignment, membership
+
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, _study(session, name).id)
+        membership.change(session, study, membership.CLI, field, value)
+        if field == "archived" and value:
+            assignment.release_study(session, study.id)
+    print(f"{name}: {field} set")
+
+
+def study_guideline(engine, args) -> None:
+    from formats.errors import read_text
+
+    _change(engine, args.name, "guideline", read_text(args.file))
+
+
+def study_overlap(engine, args) -> None:
+    if args.k < 1:
+        raise ValueError("overlap must be at least 1")
+    _change(engine, args.name, "overlap", args.k)
+
+
+def study_archive(engine, args) -> None:
+    _change(engine, args.name, "archived", args.action == "archive")
+
+
+def study_changes(engine, args) -> None:
+    from annotate import membership
+
+    with read_session(engine) as session:
+        log = membership.changes(session, _study(session, args.name).id)
+    if args.json:
+        print(json.dumps(log, indent=1))
+    else:
+        for c in log:
+            print(f"{c['at']}\t{c['by']}\t{c['what']}\t{c['old']} -> {c['new']}")
+
+
+def study_delete(engine, args) -> None:
+    from annotate import membership
+
+    with write_session(engine) as session:
+        membership.delete_study(session, _study(session, args.name), args.confirm)
+    print(f"deleted study {args.name!r}")
+
+
 def status(engine, args) -> None:
     from annotate.assignment import progress
 
@@ -240,14 +333,21 @@ def votes_import(engine, args) -> None:
 
 
 def votes_export(engine, args) -> None:
+    """The votes, written; then the export is recorded (a study's votes must be exported before a delete)."""
+    from annotate import membership
     from annotate.votes import rows_to_csv, vote_rows
 
     with read_session(engine) as session:
-        rows = vote_rows(session, _study(session, args.name).id, history=args.history)
+        study_id = _study(session, args.name).id
+        through = membership.last_vote(session, study_id)
+        rows = vote_rows(session, study_id, history=args.history)
     if args.format == "csv":
         _write(rows_to_csv(rows), args.out)
     else:
         _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
+    with write_session(engine) as session:
+        what = f"votes {args.format}{' (every event)' if args.history else ''}"
+        membership.record_export(session, _study(session, args.name), membership.CLI, what, through)
 
 
 # (command, action) -> what runs it; every command that writes is one transaction.
@@ -261,6 +361,13 @@ COMMANDS = {
     ("study", "list"): study_list,
     ("study", "reopen"): study_reopen,
     ("study", "items"): study_items,
+    ("study", "members"): study_members,
+    ("study", "guideline"): study_guideline,
+    ("study", "overlap"): study_overlap,
+    ("study", "archive"): study_archive,
+    ("study", "unarchive"): study_archive,
+    ("study", "changes"): study_changes,
+    ("study", "delete"): study_delete,
     ("status", None): status,
     ("votes", "import"): votes_import,
     ("votes", "export"): votes_export,

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from annotate import crowd
 from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
@@ -197,6 +198,12 @@ def release(session: Session, annotator_id: int, *, keep_study: int | None = Non
     return session.execute(query.values(status=RECLAIMED)).rowcount or 0
 
 
+def release_study(session: Session, study_id: int) -> int:
+    """Give back every place held in the study (it was archived): how many were released."""
+    query = update(Assignment).where(Assignment.study_id == study_id, Assignment.status == ACTIVE)
+    return session.execute(query.values(status=RECLAIMED)).rowcount or 0
+
+
 def reopen_items(session: Session, study: Study, key: str | None, condition: str | None = None, extra: int = 1) -> int:
     """Admin: ``extra`` more judgements on the item ``key`` (every item when ``key`` is None);
     the number of items re-opened.  An unknown key, or a key with several conditions and none
@@ -248,13 +255,37 @@ def _time_per_item(session: Session, study_id: int) -> dict[str, dict]:
     return timing
 
 
+def attention_checks(session: Session, study_id: int) -> dict[str, dict[str, int]]:
+    """Each voter's attention checks: current answers to gold questions (``checked``) and how many
+    differ from the gold answer (``failed``)."""
+    gold_items = dict(session.execute(select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None))).all())
+    if not gold_items:
+        return {}
+    latest = (
+        select(func.max(VoteEvent.id)).where(VoteEvent.item_id.in_(list(gold_items)))
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.question)
+    )  # fmt: skip
+    checks: dict[str, dict[str, int]] = {}
+    for name, item_id, question, value in session.execute(
+        select(Annotator.name, VoteEvent.item_id, VoteEvent.question, VoteEvent.value)
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id).where(VoteEvent.id.in_(latest))
+    ):  # fmt: skip
+        expected = (gold_items[item_id] or {}).get(question)
+        if expected is not None:
+            counts = checks.setdefault(name, {"checked": 0, "failed": 0})
+            counts["checked"] += 1
+            counts["failed"] += value != expected
+    return dict(sorted(checks.items()))
+
+
 def progress(session: Session, study_id: int, now: datetime | None = None) -> dict:
     """Items, finished judgements, and per-annotator and per-item counts.
 
     ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
     ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or not
     (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
-    seconds per item and ``fast`` (see :func:`_time_per_item`).
+    seconds per item and ``fast`` (see :func:`_time_per_item`); ``attention`` each voter's attention
+    checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.crowd.workers``).
     """
     now = now or utcnow()
     study = session.get(Study, study_id)
@@ -291,6 +322,10 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
     needed = sum(study.overlap + extra for _, _, _, extra in items)
     finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
     n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
+    # Crowd workers are shown as <platform>:<worker id> (annotate.crowd), here as in the exports.
+    shown = crowd.display_names(session, study_id)
+    rename = lambda counts: {shown.get(name, name): value for name, value in counts.items()}  # noqa: E731
+    attention = rename(attention_checks(session, study_id))
     return {
         "study": study.name,
         "kind": study.kind,
@@ -301,9 +336,11 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         "fraction_done": finished / needed if needed else 1.0,
         "items_complete": sum(1 for i, _, _, extra in items if per_item_done.get(i, 0) >= study.overlap + extra),
         "vote_events": int(n_votes or 0),
-        "annotators": dict(sorted(per_annotator.items())),
-        "held": dict(sorted(held.items())),
-        "time_per_item": _time_per_item(session, study_id),
+        "annotators": dict(sorted(rename(per_annotator).items())),
+        "held": dict(sorted(rename(held).items())),
+        "time_per_item": rename(_time_per_item(session, study_id)),
+        "attention": attention,
+        "workers": crowd.workers(session, study_id, attention),
         "per_item": [
             {"key": key, "condition": condition, "done": per_item_done.get(i, 0), "needed": study.overlap + extra}
             for i, key, condition, extra in items

@@ -42,7 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from annotate.db import database_url, make_engine, upgrade
+    from sqlalchemy import select
+
+    from annotate import membership
+    from annotate.db import database_url, make_engine, read_session, upgrade, write_session
+    from annotate.models import Study
     from annotate.study_data import load_study
     from exports.formats import FORMATS, write
     from metrics.analysis import AnalysisSettings
@@ -61,9 +65,19 @@ def run(args) -> int:
                                 args.bootstrap, args.folds, args.seed)  # fmt: skip
     engine = make_engine(database_url(args.db))
     upgrade(engine)
+    with read_session(engine) as session:  # the newest vote the export holds (read before the votes)
+        study_id = session.scalar(select(Study.id).where(Study.name == args.study))
+        through = membership.last_vote(session, study_id) if study_id is not None else 0
     data = load_study(engine, args.study, history=args.history)
     files = write(data, args.fmt, settings, history=args.history, condition=args.condition)
     fmt = FORMATS[args.fmt]
+
+    def written() -> int:  # a votes export, once written, counts for a later delete (annotate.membership)
+        if args.fmt.startswith("votes-"):
+            with write_session(engine) as session:
+                membership.record_export(session, session.get(Study, study_id), membership.CLI, args.fmt, through)
+        return 0
+
     if fmt.multi_file:
         if args.out is None:
             raise ValueError(f"{args.fmt} writes one file per {fmt.unit}: give --out FOLDER")
@@ -78,11 +92,11 @@ def run(args) -> int:
         if args.fmt == "votes-parquet":
             raise ValueError("votes-parquet is binary: give --out FILE")
         sys.stdout.write(content.decode())
-        return 0
+        return written()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(content)
     print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    return written()
 
 
 def main(argv: list[str] | None = None) -> int:

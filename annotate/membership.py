@@ -2,16 +2,18 @@
 
 Rule: admins may open every study; an annotator may annotate a study that is not archived and
 either has no members (open to every annotator, as every study was before membership existed) or
-lists them as a member.  Checked on the server in every annotator action (``annotate.service``).
+lists them as a member; a crowd worker only the study whose link they joined, while it is open to
+the crowd (``annotate.crowd``).  Checked on the server in every annotator action (``annotate.service``).
 """
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from annotate import crowd
 from annotate.auth import AuthError, PermissionDenied, find_annotator
-from annotate.models import Annotator, Study, StudyChange, StudyMember
+from annotate.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyChange, StudyMember, VoteEvent
 
 
 def members(session: Session, study_id: int) -> list[str]:
@@ -25,6 +27,8 @@ def members(session: Session, study_id: int) -> list[str]:
 
 def open_studies(session: Session, user: Annotator) -> set[int]:
     """The ids of the studies this person may annotate now."""
+    if user.role == WORKER:  # a crowd worker: the one study their join link opened
+        return crowd.open_study(session, user)
     studies = session.execute(select(Study.id, Study.archived)).all()
     if user.role == "admin":
         return {sid for sid, archived in studies if not archived}
@@ -40,11 +44,14 @@ def require_access(session: Session, user: Annotator, study_id: int) -> None:
         raise PermissionDenied("you are not on this study")
 
 
-def record(session: Session, study_id: int, by: Annotator, what: str, old, new) -> None:
-    session.add(StudyChange(study_id=study_id, by=by.name, what=what, old=str(old), new=str(new)))
+CLI = "cli"  # who made a change from the command line (it has no login)
 
 
-def change(session: Session, study: Study, by: Annotator, field: str, value) -> None:
+def record(session: Session, study_id: int, by: Annotator | str, what: str, old, new) -> None:
+    session.add(StudyChange(study_id=study_id, by=by if isinstance(by, str) else by.name, what=what, old=str(old), new=str(new)))
+
+
+def change(session: Session, study: Study, by: Annotator | str, field: str, value) -> None:
     """Set one of the study's own fields (overlap, guideline, archived), recording a real change."""
     old = getattr(study, field)
     if old != value:
@@ -52,7 +59,7 @@ def change(session: Session, study: Study, by: Annotator, field: str, value) -> 
     setattr(study, field, value)
 
 
-def set_members(session: Session, study: Study, names: list[str], by: Annotator) -> list[str]:
+def set_members(session: Session, study: Study, names: list[str], by: Annotator | str) -> list[str]:
     """Make exactly ``names`` the members (an empty list opens the study to everybody); recorded."""
     people = []
     for name in dict.fromkeys(n.strip() for n in names if n.strip()):
@@ -72,3 +79,42 @@ def set_members(session: Session, study: Study, names: list[str], by: Annotator)
 def changes(session: Session, study_id: int) -> list[dict]:
     rows = session.scalars(select(StudyChange).where(StudyChange.study_id == study_id).order_by(StudyChange.id))
     return [{"at": c.at.isoformat(timespec="seconds"), "by": c.by, "what": c.what, "old": c.old, "new": c.new} for c in rows]
+
+
+def last_vote(session: Session, study_id: int) -> int:
+    """The id of the study's newest vote event (0: none)."""
+    return int(session.scalar(select(func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
+                              .where(Item.study_id == study_id)) or 0)  # fmt: skip
+
+
+def record_export(session: Session, study: Study, by: Annotator | str, what: str, through: int) -> None:
+    """The votes of the study up to event ``through`` were exported (downloaded, or written by the CLI):
+    recorded, and remembered for :func:`delete_study`."""
+    record(session, study.id, by, "export", "", f"{what}, vote events up to #{through}")
+    settings = dict(study.settings or {})
+    settings["exported_through"] = max(int(settings.get("exported_through", 0)), int(through))
+    study.settings = settings
+
+
+def delete_study(session: Session, study: Study, confirm: str) -> None:
+    """Delete the study with its items, votes, adjudications and change log.
+
+    Refused unless ``confirm`` is the study's name, and, while the study has votes, unless every
+    vote event was exported first (:func:`record_export`): a delete cannot lose a vote nobody kept.
+    """
+    if confirm.strip() != study.name:
+        raise ValueError(f"type the study's name ({study.name!r}) to confirm the delete")
+    newest = last_vote(session, study.id)
+    through = int((study.settings or {}).get("exported_through", 0))
+    if newest and not through:
+        raise ValueError(f"study {study.name!r} has votes: export the votes first (a votes download in the app, or votes export)")
+    if newest > through:
+        since = session.scalar(select(func.count(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
+                               .where(Item.study_id == study.id, VoteEvent.id > through))  # fmt: skip
+        raise ValueError(f"{since} vote event{'s' if since != 1 else ''} since the last export: export the votes again")
+    # The study's crowd workers exist for it alone; the database cascades do the rest (items, votes,
+    # places, audio, adjudications, members, the change log).
+    session.execute(delete(Annotator).where(Annotator.id.in_(
+        select(CrowdWorker.annotator_id).where(CrowdWorker.study_id == study.id))))  # fmt: skip
+    session.execute(delete(Study).where(Study.id == study.id))
+    session.expunge(study)

@@ -15,10 +15,24 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-ROLES = ("annotator", "admin")
+ROLES = ("annotator", "admin")  # the roles of named accounts
+WORKER = "worker"  # a crowd worker: made by a study's join link only (annotate.crowd), no password
 # Minutes an item stays held for an annotator who neither judges nor skips it (a study's own
 # ``timeout_minutes`` setting overrides it); the one place this default is written.
 DEFAULT_TIMEOUT_MINUTES = 30
@@ -176,3 +190,32 @@ class Adjudication(Base):
     by: Mapped[str] = mapped_column(String(100))
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class CrowdWorker(Base):
+    """A crowd worker who joined a study by its join link: one annotator row (role ``worker``, no
+    password) per study and platform id, so a worker's login reaches that study only."""
+
+    __tablename__ = "crowd_workers"
+    __table_args__ = (UniqueConstraint("study_id", "platform", "worker_id", name="uq_crowd_worker"),)
+
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    platform: Mapped[str] = mapped_column(String(20))  # prolific | generic
+    worker_id: Mapped[str] = mapped_column(String(64))  # PROLIFIC_PID, or the link's worker
+    platform_study: Mapped[str] = mapped_column(String(64), default="")  # Prolific's STUDY_ID
+    platform_session: Mapped[str] = mapped_column(String(64), default="")  # Prolific's SESSION_ID (of the first join)
+    joined_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # completion code shown
+
+
+class ItemAudio(Base):
+    """The recording of an item (an SLU turn's audio file, when the call folder had it), kept in the
+    database so that every app server can play it whatever files it can reach."""
+
+    __tablename__ = "item_audio"
+
+    item_id: Mapped[int] = mapped_column(ForeignKey("items.id", ondelete="CASCADE"), primary_key=True)
+    file_name: Mapped[str] = mapped_column(String(300))
+    mime: Mapped[str] = mapped_column(String(40))
+    data: Mapped[bytes] = mapped_column(LargeBinary)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select
 
-from annotate import assignment, membership, votes
+from annotate import assignment, crowd, membership, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
 from annotate.db import read_session, write_session
-from annotate.models import Annotator, Assignment, Item, Study
+from annotate.models import WORKER, Annotator, Assignment, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from annotate.uploads import unpacked
 from metrics.analysis import AnalysisSettings
@@ -48,8 +48,11 @@ def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySum
 
 
 def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
+    """The user's next item (claimed for them), or None: nothing left, or a crowd worker's quota reached."""
     with write_session(engine) as session:
         membership.require_access(session, user, study_id)
+        if crowd.quota_reached(session, user, study_id):
+            return None
         return assignment.next_item(session, study_id, user)
 
 
@@ -64,6 +67,16 @@ def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
             raise PermissionDenied("no such item")
         membership.require_access(session, user, item.study_id)
         return item
+
+
+def item_audio(engine: Engine, user: Annotator, item_id: int) -> tuple[str, str, bytes] | None:
+    """The recording of an item the user holds or held: (file name, MIME type, bytes), or None."""
+    from annotate.models import ItemAudio
+
+    item_for(engine, user, item_id)
+    with read_session(engine) as session:
+        audio = session.get(ItemAudio, item_id)
+        return None if audio is None else (audio.file_name, audio.mime, audio.data)
 
 
 def submit(
@@ -150,6 +163,59 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
     return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
 
 
+# --- crowd workers ------------------------------------------------------------------------
+
+
+def join_crowd(engine: Engine, params) -> str:
+    """Sign a crowd worker in by a study's join link (its URL parameters): the session token.
+    Raises crowd.JoinRefused with a plain message; a refused link changes nothing."""
+    from sqlalchemy.exc import IntegrityError
+
+    from annotate.sessions import open_session
+
+    for attempt in range(2):  # the same worker joining in two tabs at once: the second finds the first
+        try:
+            with write_session(engine) as session:
+                return open_session(session, crowd.join(session, params))
+        except IntegrityError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def crowd_status(engine: Engine, user: Annotator, *, out_of_items: bool = False) -> dict:
+    """A worker's count, quota and, once finished, completion code and redirect URL (crowd.status)."""
+    with write_session(engine) as session:
+        return crowd.status(session, user, out_of_items=out_of_items)
+
+
+def crowd_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
+    require_admin(user)
+    with read_session(engine) as session:
+        return crowd.settings_of(session.get(Study, study_id))
+
+
+def set_crowd(engine: Engine, user: Annotator, study_id: int, *, enabled: bool, quota: int | None, completion_code: str,
+              redirect_url: str, new_secret: bool = False) -> dict:  # fmt: skip
+    """Open or close a study to crowd workers, with quota, completion code and redirect URL; recorded
+    (without the secret).  Returns the new settings."""
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        before, after = crowd.configure(study, enabled=enabled, quota=quota, completion_code=completion_code,
+                                        redirect_url=redirect_url, new_secret=new_secret)  # fmt: skip
+        if before != after:
+            membership.record(session, study_id, user, "crowd", crowd.public(before), crowd.public(after))
+        return after
+
+
+def crowd_link(engine: Engine, user: Annotator, study_id: int, base_url: str, platform: str = "prolific") -> str:
+    """The study's join link for a platform, on the app's public address ``base_url``."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return base_url.rstrip("/") + "/" + crowd.join_query(session.get(Study, study_id), platform)
+
+
 # --- admins -------------------------------------------------------------------------------
 
 
@@ -173,8 +239,8 @@ def list_annotators(engine: Engine, user: Annotator) -> list[dict]:
     with read_session(engine) as session:
         return [
             {"name": a.name, "role": a.role, "login": a.password_hash is not None}
-            for a in session.scalars(select(Annotator).order_by(Annotator.name))
-        ]
+            for a in session.scalars(select(Annotator).where(Annotator.role != WORKER).order_by(Annotator.name))
+        ]  # crowd workers are listed per study, on the Progress page
 
 
 def add_person(engine: Engine, user: Annotator, name: str, password: str, role: str = "annotator") -> None:
@@ -209,10 +275,7 @@ def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool)
     with write_session(engine) as session:
         membership.change(session, assignment.lock_study(session, study_id), user, "archived", archived)
         if archived:  # the places people hold go back at once
-            session.execute(
-                update(Assignment).where(Assignment.study_id == study_id, Assignment.status == assignment.ACTIVE)
-                .values(status=assignment.RECLAIMED)
-            )  # fmt: skip
+            assignment.release_study(session, study_id)
 
 
 def set_members(engine: Engine, user: Annotator, study_id: int, names: list[str]) -> list[str]:
@@ -315,6 +378,32 @@ def vote_table(engine: Engine, user: Annotator, study_id: int, *, history: bool 
 
 def votes_csv(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> str:
     return votes.rows_to_csv(vote_table(engine, user, study_id, history=history))
+
+
+def votes_download(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> tuple[str, int]:
+    """The votes CSV and the newest vote event it holds (for :func:`record_export` once downloaded)."""
+    require_admin(user)
+    with read_session(engine) as session:
+        through = membership.last_vote(session, study_id)
+        rows = votes.vote_rows(session, study_id, history=history)
+    return votes.rows_to_csv(rows), through
+
+
+def record_export(engine: Engine, user: Annotator, study_id: int, what: str, through: int) -> None:
+    """The admin downloaded the votes up to event ``through`` (a download button's callback)."""
+    require_admin(user)
+    with write_session(engine) as session:
+        membership.record_export(session, assignment.lock_study(session, study_id), user, what, through)
+
+
+def delete_study(engine: Engine, user: Annotator, study_id: int, confirm: str) -> None:
+    """Delete a study: the admin types its name; refused while votes exist that were not exported."""
+    require_admin(user)
+    with write_session(engine) as session:
+        try:
+            membership.delete_study(session, assignment.lock_study(session, study_id), confirm)
+        except ValueError as err:
+            raise StudyError(str(err)) from None
 
 
 def export(

@@ -30,7 +30,7 @@ from sqlalchemy import Engine, delete, func, select, update
 
 from annotate.auth import authenticate
 from annotate.db import read_session, write_session
-from annotate.models import Annotator, LoginFailure, LoginSession, utcnow
+from annotate.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
 
 COOKIE_NAME = "dst_judge_session"
 SESSION_HOURS = float(os.environ.get("DST_JUDGE_SESSION_HOURS", "12"))
@@ -97,14 +97,21 @@ def log_in(
             session.add(LoginFailure(name=name, client=client, at=now))
         else:
             session.execute(delete(LoginFailure).where(LoginFailure.name == name, LoginFailure.client == client))
-            token = secrets.token_urlsafe(32)
-            session.add(
-                LoginSession(id=_digest(token), annotator_id=annotator.id, created_at=now,
-                             expires_at=now + timedelta(hours=SESSION_HOURS))
-            )  # fmt: skip
+            token = open_session(session, annotator, now)
     if annotator is None:
         raise LoginRefused("wrong name or password")
     return annotator, token
+
+
+def open_session(session, annotator: Annotator, now: datetime | None = None) -> str:
+    """A new login for ``annotator`` in the caller's write transaction: the token for the cookie."""
+    now = now or utcnow()
+    token = secrets.token_urlsafe(32)
+    session.add(
+        LoginSession(id=_digest(token), annotator_id=annotator.id, created_at=now,
+                     expires_at=now + timedelta(hours=SESSION_HOURS))
+    )  # fmt: skip
+    return token
 
 
 def session_user(engine: Engine, token: str | None, now: datetime | None = None) -> Annotator | None:
@@ -116,7 +123,9 @@ def session_user(engine: Engine, token: str | None, now: datetime | None = None)
         if row is None or row.revoked or row.expires_at < (now or utcnow()):
             return None
         annotator = session.get(Annotator, row.annotator_id)
-        return annotator if annotator is not None and annotator.password_hash else None
+        if annotator is None or not (annotator.password_hash or annotator.role == WORKER):
+            return None  # an account without a login (imported votes) never has a live session
+        return annotator
 
 
 def log_out(engine: Engine, token: str | None) -> None:

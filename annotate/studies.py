@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from annotate.kinds import ItemDraft, StudyError, get_kind
 from annotate.kinds.base import BINARY
 from annotate.kinds.base import question_spec as spec_in
-from annotate.models import DEFAULT_TIMEOUT_MINUTES, Item, Study
+from annotate.models import DEFAULT_TIMEOUT_MINUTES, Item, ItemAudio, Study
 from formats import ReaderError
 from formats.gold import read_gold
 
@@ -115,6 +115,11 @@ def create_study(
         for i, d in enumerate(drafts)
     ]
     session.add_all(items)
+    session.flush()
+    session.add_all(
+        ItemAudio(item_id=item.id, file_name=d.audio[0], mime=d.audio[1], data=d.audio[2])
+        for item, d in zip(items, drafts) if d.audio is not None
+    )  # fmt: skip
     if gold_path is not None:
         apply_gold(study, items, read_gold(gold_path), gold_path)
     session.flush()

@@ -16,12 +16,11 @@ from sqlalchemy.orm import Session
 
 from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holders, lock_item
 from annotate.auth import find_annotator
-from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.models import Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
 from annotate.studies import StudyError, check_value, required_questions
+from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
 from formats.errors import ReaderError, csv_rows
 from formats.safety import unneutralise
-
-EXPORT_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
 
 
 class CapacityError(StudyError):
@@ -97,7 +96,10 @@ def _latest_ids(study_id: int):
 
 
 def vote_rows(session: Session, study_id: int, *, history: bool = False, annotator_id: int | None = None) -> list[dict]:
-    """Current votes (or every event with ``history``) as export rows, oldest first."""
+    """Current votes (or every event with ``history``) as export rows, oldest first.
+
+    ``annotator_kind`` keeps crowd workers (``crowd``: ``annotator`` is ``<platform>:<worker id>``,
+    ``platform_id`` the platform's worker id) apart from named accounts (``account``)."""
     query = (
         select(
             Item.key,
@@ -108,9 +110,12 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
             VoteEvent.comment,
             VoteEvent.created_at,
             VoteEvent.seconds,
+            CrowdWorker.platform,
+            CrowdWorker.worker_id,
         )
         .join(Item, Item.id == VoteEvent.item_id)
         .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        .outerjoin(CrowdWorker, CrowdWorker.annotator_id == Annotator.id)
         .where(Item.study_id == study_id)
         .order_by(VoteEvent.id)
     )
@@ -122,14 +127,17 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
         {
             "item": key,
             "condition": condition,
-            "annotator": name,
+            "annotator": f"{platform}:{worker_id}" if platform else name,  # a crowd worker: apart from accounts
             "question": question,
             "value": value,
             "comment": comment,
             "created_at": created.isoformat(timespec="microseconds"),
             "seconds": seconds,
+            "annotator_kind": "crowd" if platform else "account",
+            "platform": platform or "",
+            "platform_id": worker_id or "",
         }
-        for key, condition, name, question, value, comment, created, seconds in session.execute(query)
+        for key, condition, name, question, value, comment, created, seconds, platform, worker_id in session.execute(query)
     ]
 
 

@@ -3,7 +3,8 @@ calibration.  Every CSV goes through :func:`formats.safety.neutralise` (spreadsh
 
 Column contracts:
 
-- votes: item, condition, annotator, question, value, comment, created_at, seconds
+- votes: item, condition, annotator, question, value, comment, created_at, seconds, annotator_kind
+  (``account`` or ``crowd``), platform and platform_id (a crowd worker's platform and its worker id)
 - majority: item, condition, question, n_votes, majority, tie, soft, median, counts, final, final_source
   (``counts`` is a JSON object {answer: votes}; ``final`` is the adjudicated label where there is one,
   ``final_source`` says ``adjudicated`` or ``majority``); the free-text ``transcription`` is left out
@@ -22,7 +23,8 @@ from collections.abc import Iterable, Sequence
 
 from formats.safety import neutralise_row
 
-VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds")
+VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds",
+                "annotator_kind", "platform", "platform_id")
 MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts", "final",
                     "final_source")  # fmt: skip
 COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")

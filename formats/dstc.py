@@ -174,3 +174,27 @@ def session_folders(paths: list[str | os.PathLike]) -> list[Path]:
     if not folders:
         raise ReaderError(", ".join(map(str, paths)), "", "no DSTC log files found")
     return folders
+
+
+AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg", ".ogg": "audio/ogg"}
+MAX_AUDIO_BYTES = 20 * 1024 * 1024  # a DSTC2 turn is a few seconds of 8 kHz audio (tens of kB)
+
+
+def read_audio(folder: str | os.PathLike, name: str) -> tuple[str, str, bytes] | None:
+    """A turn's recording named in the log (``input.audio-file``), when the call folder holds it:
+    (file name, MIME type, bytes).  None when there is no such file (the DSTC2 release ships the audio
+    apart from the logs) or its type is not one a browser plays.  Only a plain file name inside the
+    call folder is read (never a path that leaves it); a file over 20 MB is an error naming it.
+
+    >>> read_audio(".", "../etc/passwd.wav") is None
+    True
+    """
+    if not name or name != Path(name).name or name.startswith("."):
+        return None
+    mime = AUDIO_TYPES.get(Path(name).suffix.lower())
+    path = Path(folder) / name
+    if mime is None or not path.is_file():
+        return None
+    size = path.stat().st_size
+    expect(size <= MAX_AUDIO_BYTES, path, "", f"audio file of {size} bytes; at most {MAX_AUDIO_BYTES} are taken")
+    return name, mime, path.read_bytes()

@@ -126,3 +126,47 @@ def screenshot(page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+VIEWPORT = {"width": 1400, "height": 900}
+
+
+def require_chromium() -> None:
+    """Fail under CI, skip elsewhere, when Debian's Chromium is missing."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
+        pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
+
+
+def database_server(folder: Path, prepare, env: dict[str, str] | None = None) -> StreamlitServer:
+    """A fresh SQLite database in ``folder``, filled by ``prepare(engine)``, served by ``streamlit run``;
+    the server keeps the engine (``server.engine``) for the test's own checks."""
+    from annotate.db import make_engine, upgrade
+
+    url = f"sqlite:///{folder / 'judge.sqlite'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    prepare(engine)
+    server = StreamlitServer({"DST_JUDGE_DB": url, "DST_JUDGE_BCRYPT_ROUNDS": "4", "DST_JUDGE_LOG": str(folder / "streamlit.log"),
+                              **(env or {})})  # fmt: skip
+    server.engine = engine
+    return server
+
+
+def new_page(browser, url: str):
+    """A page at 1400x900 in a context of its own (its own cookies), at ``url``, settled."""
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(url)
+    wait_idle(page)
+    return page
+
+
+def in_viewport(page, locator) -> bool:
+    """Whether the element is wholly on the first screen (no scrolling needed to reach it)."""
+    box = locator.bounding_box()
+    size = page.viewport_size
+    return box is not None and -1 <= box["y"] and box["y"] + box["height"] <= size["height"] and box["x"] + box["width"] <= size["width"]

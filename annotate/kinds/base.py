@@ -41,6 +41,7 @@ class ItemDraft:
     questions: list[str]
     payload: dict
     meta: dict = field(default_factory=dict)
+    audio: tuple[str, str, bytes] | None = None  # (file name, MIME type, bytes): the item's recording
 
 
 @dataclass
@@ -54,6 +55,7 @@ class ItemContext:
     comment_box: Callable[[], None]  # draws the optional comment
     state: MutableMapping  # the page's session state (for widget defaults)
     finish: Callable[[], None]  # go on without storing anything (nothing changed)
+    audio: Callable[[], tuple[str, str, bytes] | None] = lambda: None  # the item's recording, when it has one
 
 
 @dataclass(frozen=True)

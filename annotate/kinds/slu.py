@@ -106,8 +106,10 @@ def build_items(paths: list, condition: str | None = None) -> list[ItemDraft]:
                 "before": [_context_turn(t) for t in session.turns[max(0, turn.index - 2) : turn.index]],
                 "after": [_context_turn(t) for t in session.turns[turn.index + 1 : turn.index + 3]],
             }
+            audio = dstc.read_audio(folder, turn.audio_file)
+            payload["audio"] = audio is not None
             questions = [a["name"] for a in acts] + ["transcription", "transcription_status"]
-            drafts.append(ItemDraft(key, "", key, questions, payload, {"source": str(folder)}))
+            drafts.append(ItemDraft(key, "", key, questions, payload, {"source": str(folder)}, audio))
     return drafts
 
 
@@ -135,64 +137,76 @@ def _flip(state, key: str) -> None:
 
 
 def render(st, ctx: ItemContext) -> None:
+    """The turn on the left (context, prompt, recording, ASR, transcription); on the right the Save and
+    Skip buttons, then the acts to mark: at 1400x900 the buttons are on screen on arrival."""
     item, answers = ctx.item, ctx.answers
     view = item_view(item.payload)
-    st.subheader("Context")
-    context_turns(st, view["before"])
-    with st.container(border=True):
-        st.caption("System prompt of this turn")
-        st.text(view["system"])
-        st.caption("What the recogniser heard (ASR N-best)")
-        st.text("\n".join(view["asr"]) or "(nothing)")
-        transcription_key = f"transcription-{item.id}"
-        if transcription_key not in ctx.state:
-            ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
-        st.text_input("Transcription (what the caller actually said)", key=transcription_key)
-        status_now = answers.get("transcription_status", view["transcription_status"])
-        status = st.selectbox(
-            "Transcription status",
-            TRANSCRIPTION_STATUSES,
-            index=TRANSCRIPTION_STATUSES.index(status_now),
-            key=f"status-{item.id}",
-        )
-    context_turns(st, view["after"])
-    st.subheader("Recognised acts: does each capture the complete meaning?")
-    choices = {}
+    turn, acts = st.columns([1, 1], gap="large")
+    with turn:
+        context_turns(st, view["before"])
+        with st.container(border=True):
+            st.caption("System prompt of this turn")
+            st.text(view["system"])
+            recording = ctx.audio() if item.payload.get("audio") else None
+            if recording is not None:  # the caller's own words, when the call folder had the audio
+                st.audio(recording[2], format=recording[1])
+            st.caption("What the recogniser heard (ASR N-best)")
+            st.text("\n".join(view["asr"]) or "(nothing)")
+            transcription_key = f"transcription-{item.id}"
+            if transcription_key not in ctx.state:
+                ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
+            st.text_input("Transcription (what the caller actually said)", key=transcription_key)
+            status_now = answers.get("transcription_status", view["transcription_status"])
+            status = st.selectbox(
+                "Transcription status", TRANSCRIPTION_STATUSES, index=TRANSCRIPTION_STATUSES.index(status_now),
+                key=f"status-{item.id}",
+            )  # fmt: skip
+        context_turns(st, view["after"])
+    with acts:
+        st.markdown("**Recognised acts: does each capture the complete meaning?**")
+        keys = {name: f"act-{item.id}-{position}" for position, (name, _score, _auto) in enumerate(view["acts"])}
+        for name, _score, auto in view["acts"]:  # the defaults live in the state, so a shortcut can flip them
+            if keys[name] not in ctx.state:
+                ctx.state[keys[name]] = answers.get(name, "1" if auto else None)
+        save, skip, comment = st.columns([5, 2, 4])
+        if save.button("Save and next", shortcut="Ctrl+Enter", key="slu-save", type="primary"):
+            choices = {name: ctx.state.get(key) for name, key in keys.items()}
+            missing = [name for name, value in choices.items() if value is None]
+            if missing:
+                st.warning(f"Mark every act correct or incorrect first ({len(missing)} left).")
+            else:
+                answers_now = {**choices, "transcription": ctx.state[transcription_key], "transcription_status": status}
+                # A change adds events only for what changed; a first judgement stores everything.
+                changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
+                if changed:
+                    ctx.vote(changed, True)
+                else:
+                    ctx.finish()
+        with skip:
+            ctx.skip_button()
+        with comment.popover("Comment (optional)", use_container_width=True):
+            ctx.comment_box()
+        _act_rows(st, ctx, view, keys)
+
+
+def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
+    """One row per recognised act: its shortcut key, its name and score, correct / incorrect."""
+    if not view["acts"]:
+        st.text("The recogniser found no act in this turn: check the transcription and save.")
     for position, (name, score, auto) in enumerate(view["acts"]):
-        current = answers.get(name)
-        key = f"act-{item.id}-{position}"
-        if key not in ctx.state:  # the default lives in the state, so a shortcut can flip it
-            ctx.state[key] = current if current is not None else ("1" if auto else None)
+        key = keys[name]
         shortcut = ACT_KEYS[position] if position < len(ACT_KEYS) else None
-        keys, left, right = st.columns([1, 6, 4], vertical_alignment="center")
+        press, label, choice = st.columns([1, 5, 4], vertical_alignment="center")
         if shortcut:
-            keys.button("toggle", shortcut=shortcut, key=f"{key}-key", on_click=_flip, args=(ctx.state, key),
-                        help=f"Press {shortcut}: correct, press again: incorrect")  # fmt: skip
-        with left:
-            st.text(
-                f"{name}   score {score:.2f}" + ("   (auto: exact match with the label file)" if auto and current is None else "")
-            )
-        with right:
-            choices[name] = st.radio(
+            press.button("toggle", shortcut=shortcut, key=f"{key}-key", on_click=_flip, args=(ctx.state, key),
+                         help=f"Press {shortcut}: correct, press again: incorrect")  # fmt: skip
+        unjudged = ctx.answers.get(name) is None
+        label.text(f"{name}   score {score:.2f}" + ("   (auto: matches the label file)" if auto and unjudged else ""))
+        with choice:
+            st.radio(
                 f"act {position + 1}", ["1", "0"], format_func=lambda v: "correct" if v == "1" else "incorrect",
                 horizontal=True, label_visibility="collapsed", key=key,
             )  # fmt: skip
-    ctx.comment_box()
-    left, right = st.columns(2)
-    if left.button("Save and next (Ctrl+Enter)", shortcut="Ctrl+Enter", key="slu-save", type="primary"):
-        missing = [name for name, value in choices.items() if value is None]
-        if missing:
-            st.warning(f"Mark every act correct or incorrect first ({len(missing)} left).")
-        else:
-            answers_now = {**choices, "transcription": ctx.state[transcription_key], "transcription_status": status}
-            # A change adds events only for what changed; a first judgement stores everything.
-            changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
-            if changed:
-                ctx.vote(changed, True)
-            else:
-                ctx.finish()
-    with right:
-        ctx.skip_button()
 
 
 KIND = register(

@@ -8,7 +8,7 @@ import streamlit as st
 from annotate import service
 from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
-from annotate.pages.context import app_engine, guard, require_admin_page, scroll_to_top
+from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top
 
 
 def _study_picker(label: str = "Study", key: str = "admin-study"):
@@ -31,8 +31,9 @@ def studies_page() -> None:
     st.title("Studies")
     created_note = st.session_state.pop("study-created", None)
     if created_note:
-        st.success("Study created.")
-        st.text(created_note)  # the name is the admin's text: shown as text
+        headline, detail = created_note if isinstance(created_note, tuple) else ("Study created.", created_note)
+        st.success(headline)
+        st.text(detail)  # the name is the admin's text: shown as text
         scroll_to_top(f"created {st.session_state.get('create-generation', 0)}")  # the message and the table are up here
     summaries = service.list_studies(engine)
     if summaries:
@@ -40,7 +41,16 @@ def studies_page() -> None:
             [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived} for s in summaries],
             hide_index=True,
         )
-    st.subheader("Create a study")
+    create_tab, change_tab = st.tabs(["Create a study", "Change a study"])
+    with create_tab:
+        _create_form(engine, user)
+    with change_tab:
+        study = _study_picker(key="change-study")
+        if study is not None:
+            _change_study(engine, user, study)
+
+
+def _create_form(engine, user) -> None:
     st.caption(" ".join(f"{name}: {kind.inputs}." for name, kind in KINDS.items()) + " An import is all or nothing.")
     # A new form (and so an empty uploader) after every successful create: the generation is in the keys.
     generation = st.session_state.get("create-generation", 0)
@@ -75,9 +85,16 @@ def studies_page() -> None:
             st.session_state["study-created"] = f"{created.name}: {created.items} items"
             st.session_state["create-generation"] = generation + 1
             st.rerun()
-    st.subheader("Change a study")
-    study = _study_picker(key="change-study")
-    if study is not None:
+
+
+def _change_study(engine, user, study) -> None:
+    """The chosen study's settings, one tab each; every change is recorded (the change log tab)."""
+    people, numbers, crowd_tab, delete_tab, log_tab = st.tabs(
+        ["Annotators and guideline", "Overlap, re-open, gold", "Crowd workers", "Archive or delete", "Change log"]
+    )
+    with people:
+        _membership_and_guideline(engine, user, study)
+    with numbers:
         left, right = st.columns(2)
         with left.form("overlap"):
             new_overlap = st.number_input("Annotators per item (k)", min_value=1, max_value=50, value=study.overlap)
@@ -88,11 +105,26 @@ def studies_page() -> None:
             condition_value = st.text_input("Its condition (empty if none)")
             if st.form_submit_button("Re-open item"):
                 guard(lambda: service.reopen(engine, user, study.id, key, condition_value), "Item re-opened.")
-        _membership_and_guideline(engine, user, study)
+        with st.form(f"gold-{study.id}", clear_on_submit=True):
+            gold = st.file_uploader("Attention checks (CSV: item, question, value[, condition])", type=["csv"])
+            if st.form_submit_button("Upload gold answers") and gold is not None:
+                count = guard(lambda: service.set_gold(engine, user, study.id, gold.name, gold.getvalue()))
+                if count:
+                    st.success(f"{int(count)} gold answers stored.")
+    with crowd_tab:
+        _crowd_settings(engine, user, study)
+    with delete_tab:
+        _archive_or_delete(engine, user, study)
+    with log_tab:
+        log = service.study_changes(engine, user, study.id)
+        if log:
+            st.dataframe(log, hide_index=True)
+        else:
+            st.text("No change since the study was created.")
 
 
 def _membership_and_guideline(engine, user, study) -> None:
-    """Who may annotate the study, its archive state and guideline; every change is recorded."""
+    """Who may annotate the study, and its guideline."""
     left, right = st.columns(2)
     with left.form(f"members-{study.id}"):
         people = [a["name"] for a in service.list_annotators(engine, user) if a["role"] == "annotator"]
@@ -104,20 +136,64 @@ def _membership_and_guideline(engine, user, study) -> None:
         text = st.text_area("Guideline", value=study.guideline, height=120)
         if st.form_submit_button("Save the guideline"):
             guard(lambda: service.set_guideline(engine, user, study.id, text), "Guideline saved.")
-    with st.form(f"gold-{study.id}", clear_on_submit=True):
-        gold = st.file_uploader("Attention checks (CSV: item, question, value[, condition])", type=["csv"])
-        if st.form_submit_button("Upload gold answers") and gold is not None:
-            count = guard(lambda: service.set_gold(engine, user, study.id, gold.name, gold.getvalue()))
-            if count:
-                st.success(f"{int(count)} gold answers stored.")
+
+
+def _crowd_settings(engine, user, study) -> None:
+    """Open the study to crowd workers: quota, completion code, redirect URL, and the join links."""
+    current = service.crowd_settings(engine, user, study.id)
+    with st.form(f"crowd-{study.id}"):
+        enabled = st.checkbox("Open to crowd workers by a join link", value=current["enabled"])
+        left, middle = st.columns(2)
+        quota = left.number_input("Items per worker (0: no limit)", min_value=0, value=int(current["quota"] or 0))
+        code = middle.text_input("Completion code (shown at the end)", value=current["completion_code"])
+        redirect = st.text_input(
+            "Redirect URL at the end (optional)", value=current["redirect_url"],
+            help="Prolific: https://app.prolific.com/submissions/complete?cc=YOURCODE",
+        )  # fmt: skip
+        new_secret = st.checkbox("Make a new secret (links given out so far stop working for new workers)")
+        if st.form_submit_button("Save crowd settings"):
+            saved = guard(lambda: service.set_crowd(engine, user, study.id, enabled=enabled, quota=int(quota) or None,
+                                                    completion_code=code, redirect_url=redirect, new_secret=new_secret),
+                          "Crowd settings saved.")  # fmt: skip
+            current = saved if isinstance(saved, dict) else current
+    if current["enabled"]:
+        base = public_base_url()
+        st.caption("Join link for Prolific (the study URL; Prolific fills in the ids). Anyone with it can join.")
+        st.code(service.crowd_link(engine, user, study.id, base, "prolific"), language=None)
+        st.caption("Join link for another platform: put the worker's id in place of WORKER_ID.")
+        st.code(service.crowd_link(engine, user, study.id, base, "generic"), language=None)
+    else:
+        st.text("The study is not open to crowd workers.")
+
+
+def _archive_or_delete(engine, user, study) -> None:
     label = "Unarchive the study" if study.archived else "Archive the study (hidden from annotators)"
     if st.button(label, key=f"archive-{study.id}"):
         if guard(lambda: service.set_archived(engine, user, study.id, not study.archived)):
             st.rerun()
-    log = service.study_changes(engine, user, study.id)
-    if log:
-        st.caption("Changes to this study")
-        st.dataframe(log, hide_index=True)
+    st.divider()
+    st.caption("Deleting removes the study with its items, votes, adjudications and change log. While it has votes, "
+               "download them first: a delete is refused while any vote was not exported.")  # fmt: skip
+    votes_download_button(engine, user, study, "Download every vote event (CSV)", history=True, key="delete-download")
+    with st.form(f"delete-{study.id}", clear_on_submit=True):
+        confirm = st.text_input("Type the study's name to confirm")
+        if st.form_submit_button("Delete the study"):
+            if guard(lambda: service.delete_study(engine, user, study.id, confirm)):
+                st.session_state["study-created"] = ("Study deleted.", study.name)
+                st.rerun()
+
+
+def votes_download_button(engine, user, study, label: str, *, history: bool, key: str, container=st) -> None:
+    """A download of the study's votes, made when clicked and recorded as an export (a delete needs one)."""
+    what = "vote events csv" if history else "votes csv"
+
+    def make() -> str:
+        text, through = service.votes_download(engine, user, study.id, history=history)
+        service.record_export(engine, user, study.id, what, through)
+        return text
+
+    name = f"vote-events-{study.id}.csv" if history else f"votes-{study.id}.csv"
+    container.download_button(label, make, file_name=name, mime="text/csv", key=f"{key}-{study.id}", on_click="ignore")
 
 
 def annotators_page() -> None:
@@ -158,10 +234,18 @@ def progress_page() -> None:
     st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
                "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
     if report["annotators"]:
-        timing = report["time_per_item"]
-        st.dataframe([{"annotator": n, **c, **timing.get(n, {})} for n, c in report["annotators"].items()], hide_index=True)
+        timing, attention = report["time_per_item"], report["attention"]
+        checks = lambda n: {f"gold {k}": v for k, v in attention.get(n, {}).items()}  # noqa: E731
+        st.dataframe([{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
+                     hide_index=True)  # fmt: skip
     else:
         st.text("Nobody has voted yet.")
+    if report["workers"]:
+        flagged = sum(w["flagged"] for w in report["workers"])
+        st.subheader(f"Crowd workers ({len(report['workers'])}, {flagged} flagged)")
+        st.caption("'flagged': at least one attention check (a gold item) answered wrongly; 'finished': shown the "
+                   "completion code.  Their votes are exported with annotator_kind 'crowd' and the platform's id.")  # fmt: skip
+        st.dataframe(report["workers"], hide_index=True)
     if report["held"]:
         st.caption("Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
                    "or after the study's timeout).")  # fmt: skip
@@ -170,13 +254,8 @@ def progress_page() -> None:
     st.dataframe(report["per_item"], hide_index=True)
     st.subheader("Download the votes")
     left, right = st.columns(2)
-    left.download_button(
-        "Current votes (CSV)", service.votes_csv(engine, user, study.id), file_name=f"votes-{study.id}.csv", mime="text/csv"
-    )
-    right.download_button(
-        "Every vote event (CSV)", service.votes_csv(engine, user, study.id, history=True),
-        file_name=f"vote-events-{study.id}.csv", mime="text/csv",
-    )  # fmt: skip
+    votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)
+    votes_download_button(engine, user, study, "Every vote event (CSV)", history=True, key="events", container=right)
     export_section(study, user)
 
 

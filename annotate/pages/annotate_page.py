@@ -12,6 +12,8 @@ import streamlit as st
 
 from annotate import service
 from annotate.kinds import KINDS, ItemContext
+from annotate.models import WORKER
+from annotate.pages import join
 from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
 from annotate.service import StudySummary
 
@@ -24,7 +26,11 @@ def render() -> None:
     if not studies:
         st.info("There is no study to work on yet.")
         return
-    study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}", key="study-choice")
+    if user.role == WORKER:  # a crowd worker has the one study of their join link
+        study = studies[0]
+        st.caption(study.name)
+    else:
+        study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}", key="study-choice")
     if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
         service.release_places(engine, user, keep_study=study.id)
         st.session_state["annotating-study"] = study.id
@@ -58,10 +64,14 @@ def item_panel(study: StudySummary, user_id: int) -> None:
     user = require_user()
     engine = app_engine()
     progress = service.my_progress(engine, user, study.id)
-    st.progress(
-        progress["study_fraction"],
-        text=f"You have judged {progress['mine']} items · the study is {100 * progress['study_fraction']:.0f}% complete",
-    )
+    quota = service.crowd_status(engine, user)["quota"] if user.role == WORKER else None
+    if quota:
+        st.progress(min(1.0, progress["mine"] / quota), text=f"You have judged {progress['mine']} of {quota} items")
+    else:
+        st.progress(
+            progress["study_fraction"],
+            text=f"You have judged {progress['mine']} items · the study is {100 * progress['study_fraction']:.0f}% complete",
+        )
     history = service.my_history(engine, user, study.id)
     review_key = f"review-{study.id}"
     with st.expander("Go back to an earlier item"):
@@ -76,7 +86,10 @@ def item_panel(study: StudySummary, user_id: int) -> None:
     review_id = st.session_state.get(review_key)
     item = guard(lambda: service.item_for(engine, user, review_id)) if review_id else service.next_item(engine, user, study.id)
     if not item or item is True:
-        st.success("No more items for you in this study. Thank you!")
+        if user.role == WORKER:
+            join.finished(user)  # the completion code
+        else:
+            st.success("No more items for you in this study. Thank you!")
         return
     if review_id:
         if any(item_id == review_id and state == "skipped" for item_id, _key, state in history):
@@ -97,6 +110,7 @@ def item_panel(study: StudySummary, user_id: int) -> None:
         skip_button=lambda: _skip_button(study, item),
         comment_box=lambda: st.text_input("Comment (optional)", key=f"comment-{item.id}"),
         finish=lambda: _finish(study, item.id),
+        audio=lambda: service.item_audio(engine, user, item.id),
     )  # fmt: skip
     KINDS[study.kind].render(st, context)
 

@@ -92,6 +92,19 @@ def client_address() -> str:
     return address[:100] if isinstance(address, str) and address else "local"
 
 
+def public_base_url() -> str:
+    """The app's address as people reach it, for join links: ``DST_JUDGE_PUBLIC_URL`` when set (behind
+    a proxy), else the scheme and host the admin's browser used, with the server's base path."""
+    from urllib.parse import urlsplit
+
+    configured = os.environ.get("DST_JUDGE_PUBLIC_URL", "").strip()
+    if configured:
+        return configured.rstrip("/")
+    parts = urlsplit(st.context.url or "http://localhost:8501")
+    base_path = (st.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{parts.scheme}://{parts.netloc}" + (f"/{base_path}" if base_path else "")
+
+
 def remember_login(token: str) -> None:
     st.session_state["token"] = token
     st.session_state.pop("logged_out", None)

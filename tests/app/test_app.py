@@ -342,3 +342,23 @@ def test_every_slu_act_has_a_keyboard_shortcut(app_db):
     assert app.radio(key=first).value == ("0" if before == "1" else "1")
     app.button(key=f"{first}-key").click().run()
     assert app.radio(key=first).value == ("1" if before == "1" else "0")
+
+
+def test_an_slu_turn_with_its_recording_gets_an_audio_player(app_db, fixtures, tmp_path):
+    import json
+
+    from annotate.db import write_session
+    from annotate.studies import create_study
+    from tests.store.test_slu_audio import call_with_audio
+
+    start()  # the demo database
+    log = json.loads((fixtures / "dstc2" / "voip-00d76b791d-20130327_010906" / "log.json").read_text())
+    folder, _names, data = call_with_audio(fixtures, tmp_path, turns=range(len(log["turns"])))
+    with write_session(get_engine(app_db)) as session:
+        create_study(session, "Calls with audio", "slu", [folder])
+    app = login("ann1", "demo-ann1-pw")
+    box = app.selectbox(key="study-choice")
+    box.select_index(next(i for i, s in enumerate(box.options) if s.startswith("Calls with audio"))).run()
+    players = app.get("audio")
+    assert len(players) == 1, [e.type for e in app.main]
+    assert players[0].proto.url  # served from the media file manager: the bytes we stored

@@ -8,16 +8,22 @@ shorter.  Screenshots: test-output/screenshots/30-*.png.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from annotate.auth import add_annotator
-from annotate.db import make_engine, upgrade, write_session
+from annotate.db import write_session
 from annotate.studies import create_study
 from tests.browser.test_browser import log_in
-from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, StreamlitServer, screenshot, wait_idle
+from tests.browser_harness import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    RUN_COUNTER,
+    database_server,
+    in_viewport,
+    require_chromium,
+    screenshot,
+    wait_idle,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 LONGEST = "PMUL0076.json.txt"  # 10 turns, the longest shared FGA file
@@ -26,29 +32,19 @@ BEFORE_HEIGHT = 4726
 
 @pytest.fixture(scope="module")
 def longest_server(tmp_path_factory, fixtures):
-    if not Path(CHROMIUM).exists():
-        message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
-        pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
-    folder = tmp_path_factory.mktemp("longest")
-    url = f"sqlite:///{folder / 'judge.sqlite'}"
-    engine = make_engine(url)
-    upgrade(engine)
+    require_chromium()
     guideline = (fixtures / "dst_evaluation_guideline.txt").read_text()
-    with write_session(engine) as session:
-        add_annotator(session, "rater", "rater-password")
-        create_study(session, "Longest dialogue", "satisfaction", [fixtures / "fga_human_eval" / LONGEST], overlap=1,
-                     guideline=guideline)  # fmt: skip
-    server = StreamlitServer({"DST_JUDGE_DB": url, "DST_JUDGE_DEMO": "0", "DST_JUDGE_BCRYPT_ROUNDS": "4",
-                              "DST_JUDGE_LOG": str(folder / "streamlit.log")})  # fmt: skip
+
+    def prepare(engine):
+        with write_session(engine) as session:
+            add_annotator(session, "rater", "rater-password")
+            create_study(session, "Longest dialogue", "satisfaction", [fixtures / "fga_human_eval" / LONGEST], overlap=1,
+                         guideline=guideline)  # fmt: skip
+
+    server = database_server(tmp_path_factory.mktemp("longest"), prepare, {"DST_JUDGE_DEMO": "0"})
     yield server
     server.stop()
-    engine.dispose()
-
-
-def in_viewport(page, locator) -> bool:
-    box = locator.bounding_box()
-    size = page.viewport_size
-    return box is not None and -1 <= box["y"] and box["y"] + box["height"] <= size["height"] and box["x"] + box["width"] <= size["width"]
+    server.engine.dispose()
 
 
 def test_the_longest_dialogue_fits_the_first_screen(longest_server):

@@ -20,9 +20,9 @@ from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    RUN_COUNTER,
     after_run,
     free_port,
+    new_page,
     screenshot,
     wait_for_health,
     wait_idle,
@@ -30,7 +30,6 @@ from tests.browser_harness import (
 from tests.conftest import REPO
 
 playwright_api = pytest.importorskip("playwright.sync_api")
-VIEWPORT = {"width": 1400, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +64,6 @@ def chromium(fresh_server):
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-def new_page(chromium, url):
-    context = chromium.new_context(viewport=VIEWPORT, accept_downloads=True)
-    context.add_init_script(RUN_COUNTER)
-    page = context.new_page()
-    page.goto(url)
-    wait_idle(page)
-    return page
 
 
 def no_error_box(page, where: str) -> None:

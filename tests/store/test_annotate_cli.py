@@ -59,7 +59,10 @@ def test_scripted_study(db_url, fixtures, tmp_path):
 
     exported = list(csv.DictReader(io.StringIO(ok(cli(db_url, "votes", "export", "sat")))))
     assert len(exported) == 10
-    assert list(exported[0]) == ["item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds"]
+    # The first eight columns as they always were; crowd workers are told apart by the last three (issue 14).
+    assert list(exported[0]) == ["item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds",
+                                 "annotator_kind", "platform", "platform_id"]  # fmt: skip
+    assert {row["annotator_kind"] for row in exported} == {"account"}
     assert exported[0]["condition"] == "fga_human_eval"
     out = tmp_path / "votes.jsonl"
     ok(cli(db_url, "votes", "export", "sat", "--format", "jsonl", "--history", "--out", str(out)))

@@ -1,0 +1,234 @@
+"""Crowd workers: a study's join link for crowd platforms.
+
+An admin opens a study to the crowd (``configure``): the study gets a random secret, a quota of
+items per worker (none: as many as the study has for them), a completion code and an optional
+redirect URL.  The join link is the app's address with these parameters::
+
+    ?join=<study id>&key=<secret>&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}
+
+(Prolific fills the ``{{%...%}}`` placeholders), or, for any other platform, ``&worker=<id>``
+(and optionally ``&session=<id>``).  ``join`` checks the secret (constant-time compare) and signs
+the worker in without a password: each (study, platform, worker id) is its own annotator (role
+``worker``, no password, named ``<platform>:<worker id>@<study id>``), so the login reaches that
+study only; the same link again is the same worker (a reload, a second tab).  Anything wrong (no
+such study, crowd closed, wrong or missing secret) gets one plain refusal that says nothing about
+which part was wrong; a missing or malformed worker id says so (nothing secret in that).
+
+Choices, written down:
+
+- The secret is kept in the study's settings (the admin must be able to show the link again);
+  a new secret invalidates the old link for new joins; workers who joined keep working while the
+  crowd stays open.  Closing the crowd closes the study to its workers.
+- The quota counts finished judgements.  A worker who reaches it, or who has judged at least one
+  item when nothing is left for them, has finished: the completion code (and the redirect link) is
+  shown.  Nobody gets a code without a judgement.
+- Attention checks are the study's gold items (uploaded in the app or with ``--gold``); a worker
+  who answers any of them wrongly is flagged on the Progress page, with the counts.
+- Exports keep workers apart: ``annotator_kind`` is ``crowd``, ``platform`` and ``platform_id``
+  carry the platform's worker id; the ``annotator`` column shows ``<platform>:<worker id>``.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from urllib.parse import urlsplit
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from annotate.models import WORKER, Annotator, Assignment, CrowdWorker, Study, utcnow
+
+ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+PROLIFIC = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+REFUSAL = "This join link is not valid, or the study is closed. Please return to the study platform."
+
+
+class JoinRefused(ValueError):
+    """A join link that does not sign anybody in; the message is plain and safe to show."""
+
+
+def settings_of(study: Study) -> dict:
+    """The study's crowd settings: enabled, secret, quota, completion_code, redirect_url."""
+    stored = (study.settings or {}).get("crowd") or {}
+    return {"enabled": False, "secret": "", "quota": None, "completion_code": "", "redirect_url": "", **stored}
+
+
+def check_redirect(url: str) -> str:
+    url = url.strip()
+    if url and (urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc):
+        raise ValueError("the redirect URL must be an http(s) address")
+    return url
+
+
+def configure(study: Study, *, enabled: bool, quota: int | None, completion_code: str, redirect_url: str,
+              new_secret: bool = False) -> tuple[dict, dict]:  # fmt: skip
+    """New crowd settings for the study: (before, after), secrets included.  Raises ValueError on a
+    bad quota, code or redirect URL (nothing changed)."""
+    if quota is not None and quota < 1:
+        raise ValueError("the quota must be at least 1 item per worker (or none)")
+    code = completion_code.strip()
+    if len(code) > 100 or any(not ch.isprintable() for ch in code):
+        raise ValueError("the completion code must be printable and at most 100 characters")
+    if enabled and not code and not redirect_url.strip():
+        raise ValueError("give a completion code or a redirect URL: workers need one to be paid")
+    before = settings_of(study)
+    after = {
+        "enabled": bool(enabled),
+        "secret": secrets.token_urlsafe(24) if new_secret or not before["secret"] else before["secret"],
+        "quota": quota,
+        "completion_code": code,
+        "redirect_url": check_redirect(redirect_url),
+    }
+    study.settings = {**(study.settings or {}), "crowd": after}
+    return before, after
+
+
+def public(settings: dict) -> dict:
+    """The settings without the secret (for the change log)."""
+    return {k: v for k, v in settings.items() if k != "secret"} | {"secret": "(new)" if settings.get("secret") else ""}
+
+
+def join_query(study: Study, platform: str = "prolific") -> str:
+    """The query string of the study's join link (placeholders for the platform to fill in)."""
+    secret = settings_of(study)["secret"]
+    if platform == "prolific":
+        ids = "&".join(f"{p}={{{{%{p}%}}}}" for p in PROLIFIC)
+    else:
+        ids = "worker=WORKER_ID"
+    return f"?join={study.id}&key={secret}&{ids}"
+
+
+def _param(params, name: str) -> str:
+    """One URL parameter as text (Streamlit gives the last value; a dict of lists gives the first)."""
+    got = params.get(name)
+    got = got[0] if isinstance(got, list) and got else got
+    return got.strip() if isinstance(got, str) else ""
+
+
+def _platform_ids(params) -> tuple[str, str, str, str]:
+    """(platform, worker id, platform study, platform session) from the link's parameters."""
+    value = lambda name: _param(params, name)  # noqa: E731
+
+    if value("PROLIFIC_PID"):
+        platform, ids = "prolific", (value("PROLIFIC_PID"), value("STUDY_ID"), value("SESSION_ID"))
+    elif value("worker"):
+        platform, ids = "generic", (value("worker"), "", value("session"))
+    else:
+        raise JoinRefused("This link carries no worker id (PROLIFIC_PID or worker). Please open it from the study platform.")
+    if any(part and not ID_PATTERN.fullmatch(part) for part in ids):
+        raise JoinRefused("This link's worker, study or session id is not valid (letters, digits, _ . - only).")
+    return (platform, *ids)
+
+
+def join(session: Session, params) -> Annotator:
+    """The worker the link signs in (made on first use), in the caller's write transaction."""
+    study_text, key = _param(params, "join"), _param(params, "key")
+    study = session.get(Study, int(study_text)) if study_text.isdigit() and len(study_text) < 10 else None
+    crowd = settings_of(study) if study is not None else None
+    if (
+        study is None or study.archived or not crowd["enabled"] or not crowd["secret"]
+        or not secrets.compare_digest(key.encode(), crowd["secret"].encode())
+    ):  # fmt: skip
+        raise JoinRefused(REFUSAL)
+    platform, worker_id, platform_study, platform_session = _platform_ids(params)
+    found = session.scalar(
+        select(CrowdWorker).where(CrowdWorker.study_id == study.id, CrowdWorker.platform == platform,
+                                  CrowdWorker.worker_id == worker_id)
+    )  # fmt: skip
+    if found is not None:
+        return session.get(Annotator, found.annotator_id)
+    annotator = Annotator(name=f"{platform}:{worker_id}@{study.id}", role=WORKER, password_hash=None)
+    session.add(annotator)
+    session.flush()
+    session.add(CrowdWorker(annotator_id=annotator.id, study_id=study.id, platform=platform, worker_id=worker_id,
+                            platform_study=platform_study, platform_session=platform_session))  # fmt: skip
+    session.flush()
+    return annotator
+
+
+def worker_row(session: Session, annotator: Annotator) -> CrowdWorker | None:
+    return session.get(CrowdWorker, annotator.id) if annotator.role == WORKER else None
+
+
+def open_study(session: Session, annotator: Annotator) -> set[int]:
+    """The study a worker may annotate now: theirs, while it is open to the crowd and not archived."""
+    row = worker_row(session, annotator)
+    study = session.get(Study, row.study_id) if row is not None else None
+    if study is None or study.archived or not settings_of(study)["enabled"]:
+        return set()
+    return {study.id}
+
+
+def done_count(session: Session, annotator: Annotator, study_id: int) -> int:
+    return int(
+        session.scalar(
+            select(func.count()).select_from(Assignment)
+            .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == "done")
+        ) or 0
+    )  # fmt: skip
+
+
+def quota_reached(session: Session, annotator: Annotator, study_id: int) -> bool:
+    """A worker who has judged their quota gets no further item."""
+    row = worker_row(session, annotator)
+    if row is None or row.study_id != study_id:
+        return False
+    quota = settings_of(session.get(Study, study_id))["quota"]
+    return quota is not None and done_count(session, annotator, study_id) >= quota
+
+
+def status(session: Session, annotator: Annotator, *, out_of_items: bool = False) -> dict:
+    """Where a worker stands; ``finished`` (with the completion code and redirect URL) once the
+    quota is reached, or, with ``out_of_items``, once nothing is left after at least one judgement.
+    A finish is recorded (``completed_at``)."""
+    row = worker_row(session, annotator)
+    if row is None:
+        raise ValueError("not a crowd worker")
+    crowd = settings_of(session.get(Study, row.study_id))
+    done = done_count(session, annotator, row.study_id)
+    finished = row.completed_at is not None or (crowd["quota"] is not None and done >= crowd["quota"]) or (
+        out_of_items and done > 0
+    )
+    if finished and row.completed_at is None:
+        row.completed_at = utcnow()
+    return {
+        "study_id": row.study_id,
+        "platform": row.platform,
+        "worker_id": row.worker_id,
+        "done": done,
+        "quota": crowd["quota"],
+        "finished": finished,
+        "completion_code": (crowd["completion_code"] or None) if finished else None,
+        "redirect_url": (crowd["redirect_url"] or None) if finished else None,
+    }
+
+
+def display_names(session: Session, study_id: int) -> dict[str, str]:
+    """Internal name -> what exports and reports show (``<platform>:<worker id>``) for the study's workers."""
+    rows = session.execute(
+        select(Annotator.name, CrowdWorker.platform, CrowdWorker.worker_id)
+        .join(CrowdWorker, CrowdWorker.annotator_id == Annotator.id).where(CrowdWorker.study_id == study_id)
+    )  # fmt: skip
+    return {name: f"{platform}:{worker_id}" for name, platform, worker_id in rows}
+
+
+def workers(session: Session, study_id: int, attention: dict[str, dict]) -> list[dict]:
+    """The study's workers for the Progress page, with their attention checks (``attention``: display
+    name -> checked, failed) and ``flagged`` when any check failed."""
+    quota = settings_of(session.get(Study, study_id))["quota"]
+    rows = session.execute(
+        select(CrowdWorker, Annotator).join(Annotator, Annotator.id == CrowdWorker.annotator_id)
+        .where(CrowdWorker.study_id == study_id).order_by(CrowdWorker.joined_at, CrowdWorker.annotator_id)
+    ).all()  # fmt: skip
+    report = []
+    for row, annotator in rows:
+        done = done_count(session, annotator, study_id)
+        checks = attention.get(f"{row.platform}:{row.worker_id}", {"checked": 0, "failed": 0})
+        report.append({
+            "platform": row.platform, "worker_id": row.worker_id, "platform_study": row.platform_study,
+            "platform_session": row.platform_session, "joined": row.joined_at.isoformat(timespec="seconds"),
+            "done": done, "finished": row.completed_at is not None or (quota is not None and done >= quota),
+            "gold_checked": checks["checked"], "gold_failed": checks["failed"], "flagged": checks["failed"] > 0,
+        })  # fmt: skip
+    return report
