@@ -3,7 +3,7 @@ to this module: loading a study from the vote store is the store's job, so the c
 
     python -m exports STUDY --format F [--out PATH] [--db URL] [--history] [--condition C]
                       [--level L] [--tie T] [--rating R] [--lambdas 0.25,0.5,0.75,1]
-                      [--grid START:STOP:NUM] [--bootstrap B] [--folds K] [--seed S]
+                      [--grid START:STOP:NUM] [--bootstrap B] [--folds K] [--seed S] [--adjust A]
     python -m exports --list
 
 Single-file formats go to ``--out`` (a file) or, for text, to standard output; the
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=DEFAULTS.resamples)
     parser.add_argument("--folds", type=int, default=DEFAULTS.folds)
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    parser.add_argument("--adjust", default=DEFAULTS.adjust, choices=("holm", "bh", "none"), help="p-value adjustment")
     parser.add_argument("--list", action="store_true", help="list the formats")
     return parser
 
@@ -62,7 +63,7 @@ def run(args) -> int:
     grid = parse_grid(args.grid)
     lambdas, _ = parse_lambdas(args.lambdas)
     settings = AnalysisSettings(args.level, args.tie, args.rating, lambdas, (float(grid[0]), float(grid[-1]), int(grid.size)),
-                                args.bootstrap, args.folds, args.seed)  # fmt: skip
+                                args.bootstrap, args.folds, args.seed, args.adjust)  # fmt: skip
     engine = make_engine(database_url(args.db))
     upgrade(engine)
     with read_session(engine) as session:  # the newest vote the export holds (read before the votes)

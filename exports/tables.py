@@ -11,7 +11,9 @@ Column contracts:
 - agreement: question, n_items, n_annotators, n_votes, level, then each coefficient with
   ``_low`` / ``_high`` (95 % bootstrap CI), notes
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
-  bootstrap_high, spearman, kendall, signature
+  bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
+  pair, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007), t
+  and p_value of Williams' test, p_adjusted and adjust (holm, bh or none) over all pairs)
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet
 AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
                      *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
 CORRELATION_COLUMNS = ("metric", "n", "pearson", "pearson_low", "pearson_high", "p_value", "bootstrap_low",
-                       "bootstrap_high", "spearman", "kendall", "signature")  # fmt: skip
+                       "bootstrap_high", "spearman", "kendall", "signature", "kind", "metric_b", "diff", "diff_low",
+                       "diff_high", "t", "p_adjusted", "adjust")  # fmt: skip
 
 
 def csv_bytes(rows: Iterable[dict], columns: Sequence[str]) -> bytes:
@@ -99,7 +102,14 @@ def correlation_csv(correlation: dict) -> bytes:
         fisher = row["pearson_ci"] or (None, None)
         boot = row["bootstrap_ci"] or (None, None)
         rows.append({**row, "pearson_low": fisher[0], "pearson_high": fisher[1], "bootstrap_low": boot[0],
-                     "bootstrap_high": boot[1], "signature": correlation["signature"]})  # fmt: skip
+                     "bootstrap_high": boot[1], "signature": correlation["signature"], "kind": "metric"})  # fmt: skip
+    for w in correlation["williams"]:  # then one row per pair of metrics: the difference and its test
+        adjusted = next((k for k in ("p_holm", "p_bh") if k in w), None)
+        diff_ci = w.get("diff_ci") or (None, None)
+        rows.append({"kind": "difference", "metric": w["a"], "metric_b": w["b"], "n": w["n"], "diff": w.get("diff"),
+                     "diff_low": diff_ci[0], "diff_high": diff_ci[1], "t": w.get("t"), "p_value": w.get("p_value"),
+                     "p_adjusted": w.get(adjusted) if adjusted else None, "adjust": adjusted[2:] if adjusted else "none",
+                     "signature": correlation["signature"]})  # fmt: skip
     return csv_bytes(rows, CORRELATION_COLUMNS)
 
 

@@ -6,7 +6,7 @@
     python -m metrics agreement VOTES.csv [--question Q] [--level nominal|ordinal|interval|ratio]
                                     [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
-                                    [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+                                    [--adjust holm|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
@@ -66,6 +66,8 @@ def _add_analysis(subparsers) -> None:
     agreement.add_argument("--json", action="store_true")
     correlate = subparsers.add_parser("correlate", help="correlation of every metric with human ratings per dialogue")
     _add_rating_options(correlate)
+    correlate.add_argument("--adjust", default="holm", choices=("holm", "bh", "none"),
+                           help="p-value adjustment over every metric pair tested (default holm)")  # fmt: skip
     _add_prediction_options(correlate, lambdas=True)
     calibrate = subparsers.add_parser("calibrate", help="the λ that makes FGA agree most with human ratings")
     _add_rating_options(calibrate)
@@ -157,7 +159,8 @@ def run_correlate(args) -> int:
     settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
     dialogues, votes = _load_for_rating(args)
     result = correlate_study(
-        dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed
+        dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed,
+        adjust=args.adjust,
     )
     if args.json:
         print(json.dumps(result, indent=1))

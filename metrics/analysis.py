@@ -97,23 +97,26 @@ def per_dialogue_metrics(dialogues: Sequence[Dialogue], settings: ScoreSettings)
 
 def correlate_study(
     dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, *, rating: str = "mean",
-    tie: str = "none", resamples: int = 1000, seed: int = 0,
+    tie: str = "none", resamples: int = 1000, seed: int = 0, adjust: str = "holm",
 ) -> dict:  # fmt: skip
     """The ``python -m metrics correlate --json`` contract."""
     ids, values = per_dialogue_metrics(dialogues, settings)
     ratings = ratings_for(votes, ids, rating, tie)
     position = {d: i for i, d in enumerate(ids)}
     rows = np.array([position[d] for d in ratings.dialogue_ids])
-    report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed)
+    report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed,
+                                adjust=adjust)  # fmt: skip
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
+    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed,
+                                   ci="fisher95+percentile95", diff="zou2007", adjust=adjust)  # fmt: skip
     return {
-        "signature": analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed, ci="fisher95+percentile95"),
+        "signature": signature,
         "n_dialogues": ratings.n_dialogues,
         "n_ratings": int(ratings.value.size),
         "rating": rating,
         **report,
         "human_ceiling": human_ceiling(votes, ratings.dialogue_ids),
-        "notes": ratings.notes,
+        "notes": ratings.notes + report["notes"],
         "per_dialogue": [
             {
                 "id": d,
@@ -154,10 +157,12 @@ class AnalysisSettings:
     resamples: int = 1000  # bootstrap resamples
     folds: int = 5  # cross-validation folds for λ*
     seed: int = 0
+    adjust: str = "holm"  # p-value adjustment over the metric pairs: holm, bh, none
 
     def to_dict(self) -> dict:
         return {"level": self.level, "tie": self.tie, "rating": self.rating, "lambdas": list(self.lambdas),
-                "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed}  # fmt: skip
+                "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed,
+                "adjust": self.adjust}  # fmt: skip
 
     @classmethod
     def from_dict(cls, values: dict | None) -> AnalysisSettings:
@@ -167,7 +172,7 @@ class AnalysisSettings:
         (0.0, 5.0, 11)
         """
         values = dict(values or {})
-        chosen = {k: values[k] for k in ("level", "tie", "rating", "resamples", "folds", "seed") if k in values}
+        chosen = {k: values[k] for k in ("level", "tie", "rating", "resamples", "folds", "seed", "adjust") if k in values}
         if "lambdas" in values:
             chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
         if "grid" in values:
@@ -251,7 +256,7 @@ def metrics_summary(
         scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
         result["correlation"] = correlate_study(
             dialogues[chosen], rated, scoring, rating=settings.rating, tie=settings.tie, resamples=settings.resamples,
-            seed=settings.seed,
+            seed=settings.seed, adjust=settings.adjust,
         )  # fmt: skip
         report(0.7, "λ calibration")
         grid = np.linspace(*settings.grid)

@@ -14,6 +14,13 @@ r13 = r(human, B) with r23 = r(A, B) on n observations:
 0.209286
 >>> round(williams_test(0.4, 0.5, 0.1, 103)[0], 2)   # psych::r.test example: t = -0.89
 -0.89
+
+The difference r12 − r13 gets Zou's (2007) interval for overlapping dependent correlations (as R's
+cocor ``zou2007``), and the p-values of every pair reported are adjusted together (Holm by default).
+
+In ``pairs`` mode the unit is the dialogue: the Fisher interval, the p-value and Williams' test use
+n = dialogues (the votes of one dialogue are not independent observations), and the bootstrap
+resamples dialogues.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from formats.tidy import Vote
 from metrics.aggregate import majority_from_counts, unit_table
 
 RATING_MODES = ("mean", "majority", "pairs")
+ADJUSTMENTS = ("holm", "bh", "none")
+Z95 = 1.959963984540054
 
 
 @dataclass
@@ -173,12 +182,63 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     return float(t), float(2 * student_t.sf(abs(t), n - 3))
 
 
+def zou_diff_ci(r_a: float, r_b: float, r_ab: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Zou's (2007) interval for r_a − r_b, two correlations with a shared variable (the human rating)
+    and r_ab between the other two, on n units: built from the Fisher intervals of r_a and r_b
+    (z ± z_α/2 / √(n − 3)) and the correlation c between the two estimates.
+
+    >>> [round(v, 3) for v in zou_diff_ci(0.396, 0.179, 0.088, 66)]   # Zou (2007), Example 2
+    [-0.093, 0.517]
+    """
+    from scipy.stats import norm
+
+    if n <= 3:
+        raise ValueError("an interval for a difference of correlations needs more than 3 units")
+    half = norm.ppf(0.5 + confidence / 2) / math.sqrt(n - 3)
+    (l1, u1), (l2, u2) = ((math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)) for r in (r_a, r_b))
+    c = ((r_ab - r_a * r_b / 2) * (1 - r_a**2 - r_b**2 - r_ab**2) + r_ab**3) / ((1 - r_a**2) * (1 - r_b**2))
+    diff = r_a - r_b
+    low = diff - math.sqrt(max(0.0, (r_a - l1) ** 2 + (u2 - r_b) ** 2 - 2 * c * (r_a - l1) * (u2 - r_b)))
+    high = diff + math.sqrt(max(0.0, (u1 - r_a) ** 2 + (r_b - l2) ** 2 - 2 * c * (u1 - r_a) * (r_b - l2)))
+    return float(low), float(high)
+
+
+def adjust_p(p_values: Sequence[float], method: str = "holm") -> list[float] | None:
+    """p-values adjusted for the number tested: Holm (family-wise error) or Benjamini–Hochberg (false
+    discovery rate), by statsmodels; None for ``none``."""
+    if method not in ADJUSTMENTS:
+        raise ValueError(f"--adjust must be one of {', '.join(ADJUSTMENTS)}, got {method!r}")
+    if method == "none":
+        return None
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(list(p_values), method="holm" if method == "holm" else "fdr_bh")[1]]
+
+
+def fisher_row(r: float, n: int, confidence: float = 0.95) -> tuple[list[float], float]:
+    """Fisher-z interval and the two-sided t-test p-value of a Pearson r on n units."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    if n <= 3 or abs(r) >= 1:
+        return [float(r), float(r)], 0.0 if abs(r) >= 1 else 1.0
+    half = norm.ppf(0.5 + confidence / 2) / math.sqrt(n - 3)
+    z = math.atanh(r)
+    t = r * math.sqrt((n - 2) / (1 - r**2))
+    return [math.tanh(z - half), math.tanh(z + half)], float(2 * student_t.sf(abs(t), n - 2))
+
+
 def _none(value) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def correlate_one(x: np.ndarray, y: np.ndarray, boot_r: np.ndarray | None, confidence: float = 0.95) -> dict:
-    """Pearson with Fisher-z CI and p (scipy), the bootstrap CI given, Spearman and Kendall."""
+def correlate_one(
+    x: np.ndarray, y: np.ndarray, boot_r: np.ndarray | None, confidence: float = 0.95, n_units: int | None = None
+) -> dict:
+    """Pearson with Fisher-z CI and p (scipy), the bootstrap CI given, Spearman and Kendall.  With
+    ``n_units`` (pairs mode: the dialogues) the Fisher CI and p use that n, not the observations."""
     from scipy import stats
 
     row = {"pearson": None, "pearson_ci": None, "p_value": None, "bootstrap_ci": None, "spearman": None, "kendall": None}
@@ -188,6 +248,19 @@ def correlate_one(x: np.ndarray, y: np.ndarray, boot_r: np.ndarray | None, confi
     result = stats.pearsonr(x, y)
     ci = result.confidence_interval(confidence)
     row.update(pearson=float(result.statistic), pearson_ci=[float(ci.low), float(ci.high)], p_value=float(result.pvalue))
+    if n_units is not None:  # pairs: the unit is the dialogue
+        row["pearson_ci"], row["p_value"] = fisher_row(row["pearson"], n_units, confidence)
+        row["ci_method"] = "fisher, n = dialogues (conservative)"
+        if boot_r is not None and np.isfinite(boot_r).sum() >= boot_r.size / 2 and abs(row["pearson"]) < 1:
+            # Fisher z with the standard error of z over the dialogue bootstrap and a t quantile with
+            # dialogues − 1 df (few clusters); see python -m bench.bench_coverage for its coverage beside
+            # n = votes (0.80) and n = dialogues (0.995)
+            from scipy.stats import t as student_t
+
+            spread = float(np.nanstd(np.arctanh(np.clip(boot_r, -0.999999, 0.999999)), ddof=1))
+            z, half = math.atanh(row["pearson"]), student_t.ppf(0.5 + confidence / 2, n_units - 1) * spread
+            row["pearson_ci"] = [math.tanh(z - half), math.tanh(z + half)]
+            row["ci_method"] = "fisher z, bootstrap SE over dialogues, t(dialogues - 1)"
     if boot_r is not None and np.isfinite(boot_r).sum() >= boot_r.size / 2:
         lo, hi = percentile_ci(boot_r, confidence)
         row["bootstrap_ci"] = [float(lo), float(hi)]
@@ -202,16 +275,21 @@ def correlation_report(
     *,
     resamples: int = 1000,
     seed: int = 0,
+    adjust: str = "holm",
 ) -> dict:
-    """Every metric against the ratings, Williams' test for every pair, notes.
+    """Every metric against the ratings, Williams' test with Zou's interval for every pair, p-values
+    adjusted over all pairs (``adjust``: holm, bh or none), notes.
 
     ``metric_values[name]`` is per dialogue in ``ratings.dialogue_ids`` order; NaN values
-    (AGA of a dialogue without non-empty gold) drop those observations for that metric.
+    (AGA of a dialogue without non-empty gold) drop those observations for that metric.  ``n`` is
+    the number of dialogues in every mode (``n_votes`` in pairs mode says how many votes they had).
     """
+    adjust_p([], adjust)  # an unknown method is refused before any work
     rng = np.random.default_rng(seed)
     weights = bootstrap_weights(ratings.n_dialogues, resamples, rng) if resamples > 0 else None
     n, sy, syy = ratings.sufficient()
     y = ratings.value
+    pairs = ratings.mode == "pairs"
     rows, observed = [], {}
     for name, per_dialogue in metric_values.items():
         valid = np.isfinite(per_dialogue)
@@ -221,30 +299,55 @@ def correlation_report(
         if weights is not None:
             masked = np.where(valid, per_dialogue, 0.0)
             boot = weighted_pearson(masked, n * valid, sy * valid, syy * valid, weights)
-        row = {"metric": name, "n": int(keep.sum()), **correlate_one(x_obs[keep], y[keep], boot)}
+        units = int(np.unique(ratings.dialogue[keep]).size)
+        row = {"metric": name, "n": units, **({"n_votes": int(keep.sum())} if pairs else {}),
+               **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None)}  # fmt: skip
         if keep.sum() < keep.size:
             row["note"] = f"{int((~valid).sum())} dialogue(s) without a value left out"
         rows.append(row)
         observed[name] = (x_obs, keep)
     williams = []
+    if pairs:  # metrics are compared on the dialogues' mean ratings: the dialogue is the unit
+        rated = n > 0
+        y_unit = np.where(rated, sy / np.maximum(n, 1), np.nan)
+        observed = {
+            name: (per_dialogue, rated & np.isfinite(per_dialogue)) for name, per_dialogue in metric_values.items()
+        }
+        y = y_unit
     for i, a in enumerate(rows):
         for b in rows[i + 1 :]:
             if a["pearson"] is None or b["pearson"] is None:
                 continue
             keep = observed[a["metric"]][1] & observed[b["metric"]][1]
             xa, xb = observed[a["metric"]][0][keep], observed[b["metric"]][0][keep]
-            entry = {"a": a["metric"], "b": b["metric"], "n": int(keep.sum())}
-            if np.ptp(xa) == 0 or np.ptp(xb) == 0 or keep.sum() <= 3:
+            units = int(keep.sum())
+            entry = {"a": a["metric"], "b": b["metric"], "n": units}
+            if np.ptp(xa) == 0 or np.ptp(xb) == 0 or units <= 3:
                 continue
             r12, r13 = np.corrcoef(y[keep], xa)[0, 1], np.corrcoef(y[keep], xb)[0, 1]
             r23 = np.corrcoef(xa, xb)[0, 1]
-            entry.update(r_a=float(r12), r_b=float(r13), r_ab=float(r23))
+            entry.update(r_a=float(r12), r_b=float(r13), r_ab=float(r23), diff=float(r12 - r13))
             try:
-                entry["t"], entry["p_value"] = williams_test(r12, r13, r23, int(keep.sum()))
+                entry["t"], entry["p_value"] = williams_test(r12, r13, r23, units)
+                entry["diff_ci"] = list(zou_diff_ci(r12, r13, r23, units))
             except ValueError as why:
-                entry.update(t=None, p_value=None, note=str(why))
+                entry.update(t=None, p_value=None, diff_ci=None, note=str(why))
             williams.append(entry)
-    return {"metrics": rows, "williams": williams}
+    tested = [w for w in williams if w["p_value"] is not None]
+    adjusted = adjust_p([w["p_value"] for w in tested], adjust)
+    if adjusted is not None:
+        for entry, value in zip(tested, adjusted):
+            entry[f"p_{adjust}"] = value
+    notes = []
+    if pairs:
+        notes.append("rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
+                     "counts dialogues, the interval is Fisher z with the standard error of the bootstrap over dialogues "
+                     "(Fisher with n = dialogues, conservative, without a bootstrap), and metrics are compared (Williams, "
+                     "Zou) on the dialogues' mean ratings")  # fmt: skip
+    if williams and adjust != "none":
+        name = "Holm" if adjust == "holm" else "Benjamini-Hochberg"
+        notes.append(f"p_{adjust}: {name} adjustment over the {len(tested)} metric pairs tested")
+    return {"metrics": rows, "williams": williams, "notes": notes}
 
 
 def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str]) -> dict:

@@ -137,6 +137,26 @@ def correlation_table(correlation: dict, condition: str | None = None) -> Table:
     return Table("Metrics against human ratings", columns, rows, notes)
 
 
+def adjusted_key(entry: dict) -> str | None:
+    """The adjusted p-value's key of a Williams entry (``p_holm`` or ``p_bh``), None when not adjusted."""
+    return next((k for k in ("p_holm", "p_bh") if k in entry), None)
+
+
+def williams_table(correlation: dict) -> Table:
+    """Every pair of metrics: r_A − r_B with Zou's 95% interval, Williams' t and p, the adjusted p."""
+    rows = []
+    for w in correlation["williams"]:
+        key = adjusted_key(w)
+        rows.append([w["a"], w["b"], str(w["n"]), number(w.get("diff")), interval(w.get("diff_ci")), number(w.get("t"), 2),
+                     p_value(w.get("p_value")), p_value(w[key]) if key else "—"])  # fmt: skip
+    key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
+    label = {"p_holm": "p (Holm)", "p_bh": "p (BH)"}.get(key, "p adjusted")
+    notes = ["Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
+             "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues."]  # fmt: skip
+    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou)", "t", "p", label)
+    return Table("Differences between metrics", columns, rows, notes)
+
+
 def calibration_table(calibration: dict) -> Table:
     k = calibration
     rows = [
@@ -162,6 +182,7 @@ def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     tables.append(majority_summary(analysis["majority"], tie))
     if "correlation" in analysis:
         tables.append(correlation_table(analysis["correlation"], analysis.get("condition")))
+        tables.append(williams_table(analysis["correlation"]))
     elif "correlation_note" in analysis:
         tables.append(Table("Metrics against human ratings", (), [], [analysis["correlation_note"]]))
     if "calibration" in analysis:

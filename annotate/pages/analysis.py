@@ -36,8 +36,11 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         seed = right.number_input("Seed", 0, 2**31 - 1, stored.seed, key=f"{key}-seed")
         grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
         grid_num = middle.number_input("λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
+        adjustments = ("holm", "bh", "none")
+        adjust = right.selectbox("p-value adjustment (metric pairs)", adjustments, index=adjustments.index(stored.adjust),
+                                 key=f"{key}-adjust")  # fmt: skip
         chosen = AnalysisSettings(level, tie, rating, stored.lambdas, (stored.grid[0], float(grid_stop), int(grid_num)),
-                                  int(resamples), int(folds), int(seed))  # fmt: skip
+                                  int(resamples), int(folds), int(seed), adjust)  # fmt: skip
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
     return chosen
@@ -142,8 +145,8 @@ def _correlation_section(result: dict) -> None:
         return
     correlation = result["correlation"]
     show_table(present.correlation_table(correlation, result.get("condition")))
-    with st.expander("Williams' test between metrics"):
-        st.dataframe(pd.DataFrame(correlation["williams"]), hide_index=True)
+    with st.expander("Differences between metrics: r_A − r_B, Zou's interval, Williams' test, adjusted p"):
+        show_table(present.williams_table(correlation), subheader=False)
     metric = st.selectbox(
         "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
     )
