@@ -268,6 +268,8 @@ def agreement_report(
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     table = unit_table(votes)
     notes: list[str] = []
+    if resamples <= 0:
+        notes.append("--bootstrap 0: no confidence interval was computed (every ci is null)")
     single = int((table.votes_per_unit == 1).sum())
     if single:
         notes.append(f"{single} item(s) with a single vote: left out of agreement")

@@ -115,7 +115,7 @@ def correlate_study(
         "n_ratings": int(ratings.value.size),
         "rating": rating,
         **report,
-        "human_ceiling": human_ceiling(votes, ratings.dialogue_ids),
+        "human_ceiling": human_ceiling(votes, ratings.dialogue_ids, resamples=resamples, seed=seed),
         "notes": ratings.notes + report["notes"],
         "per_dialogue": [
             {

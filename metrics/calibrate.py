@@ -145,6 +145,8 @@ def calibrate(
     }
     band_low = band_high = np.full(grid.size, np.nan)
     result.update(ci_lambda=None, ci_r=None, at_bound=None, bootstrap={"resamples": resamples, "seed": seed})
+    if resamples <= 0:
+        notes.append("--bootstrap 0: no confidence interval was computed for λ* or r (ci_lambda and ci_r are null)")
     if resamples > 0:
         rng = np.random.default_rng(seed)
         weights = bootstrap_weights(ratings.n_dialogues, resamples, rng).astype(float)

@@ -339,6 +339,8 @@ def correlation_report(
         for entry, value in zip(tested, adjusted):
             entry[f"p_{adjust}"] = value
     notes = []
+    if resamples <= 0:
+        notes.append("--bootstrap 0: no bootstrap interval was computed (bootstrap_ci and the ceiling's ci are null)")
     if pairs:
         notes.append("rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
                      "counts dialogues, the interval is Fisher z with the standard error of the bootstrap over dialogues "
@@ -350,16 +352,80 @@ def correlation_report(
     return {"metrics": rows, "williams": williams, "notes": notes}
 
 
-def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str]) -> dict:
-    """Each annotator's ratings against the mean of the others' on the dialogues both rated."""
+def _rating_matrix(votes: Sequence[Vote], dialogue_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Annotators × dialogues of numeric ratings (NaN: not rated)."""
     index = {d: i for i, d in enumerate(dialogue_ids)}
     votes = [v for v in votes if v.item in index]
     annotators = sorted({v.annotator for v in votes})
     matrix = np.full((len(annotators), len(dialogue_ids)), np.nan)
-    values = _numeric(votes)
     a_index = {a: i for i, a in enumerate(annotators)}
-    for vote, value in zip(votes, values):
+    for vote, value in zip(votes, _numeric(votes) if votes else []):
         matrix[a_index[vote.annotator], index[vote.item]] = value
+    return annotators, matrix
+
+
+def icc_oneway(ratings: np.ndarray) -> tuple[float, float]:
+    """ICC(1,1) and ICC(1,k) of a dialogues × ratings array (NaN: missing), one-way random effects
+    (Shrout & Fleiss 1979); with unequal counts k is the ANOVA's k0 and ICC(1,k) is Spearman–Brown at
+    the mean count.  Only dialogues with two or more ratings enter.
+
+    >>> [round(v, 2) for v in icc_oneway(np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8],
+    ...                                            [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7.]]))]
+    [0.17, 0.44]
+    """
+    counts = np.sum(np.isfinite(ratings), axis=1)
+    rows = ratings[counts >= 2]
+    counts = counts[counts >= 2]
+    if rows.shape[0] < 2:
+        return float("nan"), float("nan")
+    total, n = counts.sum(), rows.shape[0]
+    means = np.nansum(rows, axis=1) / counts
+    grand = np.nansum(rows) / total
+    ms_between = float(np.sum(counts * (means - grand) ** 2) / (n - 1))
+    ms_within = float(np.nansum((rows - means[:, None]) ** 2) / (total - n))
+    k0 = (total - np.sum(counts**2) / total) / (n - 1)
+    single = (ms_between - ms_within) / (ms_between + (k0 - 1) * ms_within) if ms_between + ms_within > 0 else float("nan")
+    k = float(counts.mean())
+    spread = 1 + (k - 1) * single
+    # ICC(1,1) at or below −1/(k − 1) (all the variance within dialogues): Spearman–Brown is undefined
+    # and there is no reliability; ICC(1,1) itself (≤ 0) is given for the mean too
+    mean = k * single / spread if np.isfinite(single) and spread > 0 else single
+    return float(single), float(mean)
+
+
+def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resamples: int = 1000, seed: int = 0) -> dict:
+    """The largest correlation a metric can reach against the per-dialogue mean rating: r_max = √ of the
+    mean rating's reliability, ICC(1,k) (one-way random effects: the annotators differ between
+    dialogues), with a percentile bootstrap CI over dialogues.  ``annotator_vs_rest`` keeps each
+    annotator against the mean of the others (how well one person predicts the rest), which is not a
+    ceiling."""
+    annotators, matrix = _rating_matrix(votes, dialogue_ids)
+    result = {"r_max": None, "reliability": None, "ci": None,
+              "method": "r_max = sqrt(ICC(1,k)): reliability of the per-dialogue mean rating, one-way random effects; "
+                        "percentile bootstrap over dialogues",
+              "annotator_vs_rest": _annotator_vs_rest(annotators, matrix)}  # fmt: skip
+    by_dialogue = matrix.T
+    _single, reliability = icc_oneway(by_dialogue)
+    if not np.isfinite(reliability):
+        result["note"] = "the ceiling needs at least 2 dialogues with 2 or more ratings each"
+        return result
+    result["reliability"] = reliability
+    result["r_max"] = math.sqrt(max(reliability, 0.0))
+    if reliability <= 0:
+        result["note"] = "the mean rating shows no reliability (ICC(1,k) <= 0): r_max is 0"
+    if resamples > 0:
+        rng = np.random.default_rng(seed)
+        draws = rng.integers(0, by_dialogue.shape[0], size=(resamples, by_dialogue.shape[0]))
+        boot = np.array([icc_oneway(by_dialogue[d])[1] for d in draws])
+        boot = np.sqrt(np.clip(boot[np.isfinite(boot)], 0.0, None))
+        if boot.size >= resamples / 2:
+            low, high = percentile_ci(boot)
+            result["ci"] = [float(low), float(high)]
+    return result
+
+
+def _annotator_vs_rest(annotators: list[str], matrix: np.ndarray) -> dict:
+    """Each annotator's ratings against the mean of the others' on the dialogues both rated."""
     rows = []
     for a, name in enumerate(annotators):
         others = np.delete(matrix, a, axis=0)

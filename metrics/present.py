@@ -120,6 +120,15 @@ def majority_summary(majority: dict, tie: str) -> Table:
     return Table("Majority labels", ("question", "items per majority label", "ties"), rows, [f"Tie policy: {tie}."])
 
 
+def ceiling_text(ceiling: dict) -> str:
+    """The human ceiling in one line: r_max with its CI and reliability, and annotator vs the rest."""
+    rest = number(ceiling["annotator_vs_rest"]["mean_pearson"])
+    if ceiling.get("r_max") is None:
+        return f"Human ceiling: {ceiling.get('note', 'not computed')}. Each annotator vs the mean of the others: {rest}."
+    return (f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of the mean rating "
+            f"{number(ceiling['reliability'])}, ICC(1,k)); each annotator vs the mean of the others: {rest}.")  # fmt: skip
+
+
 def correlation_table(correlation: dict, condition: str | None = None) -> Table:
     rows = [
         [r["metric"], number(r["pearson"]), interval(r["pearson_ci"]), p_value(r["p_value"]), interval(r["bootstrap_ci"]),
@@ -129,7 +138,7 @@ def correlation_table(correlation: dict, condition: str | None = None) -> Table:
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
         f"{system}{correlation['n_dialogues']} dialogues, {correlation['n_ratings']} ratings ({correlation['rating']}).",
-        f"Human ceiling (each annotator vs the mean of the others): {number(correlation['human_ceiling']['mean_pearson'])}.",
+        ceiling_text(correlation["human_ceiling"]),
         *correlation["notes"],
         f"signature: {correlation['signature']}",
     ]

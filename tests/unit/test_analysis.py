@@ -288,7 +288,8 @@ def test_correlate_cli_contract(ratings_csv, corpus):
     assert fga["pearson_ci"][0] < fga["pearson"] < fga["pearson_ci"][1] and fga["p_value"] < 0.001
     assert fga["pearson"] > next(row["pearson"] for row in data["metrics"] if row["metric"] == "jga")
     assert len(data["williams"]) == 28 and data["n_dialogues"] == 300
-    assert data["human_ceiling"]["mean_pearson"] is not None and "rating:mean" in data["signature"]
+    assert data["human_ceiling"]["annotator_vs_rest"]["mean_pearson"] is not None and "rating:mean" in data["signature"]
+    assert 0 < data["human_ceiling"]["r_max"] <= 1
     pairs = json.loads(run("correlate", "--ratings", str(ratings_csv), "--rating", "pairs", "--bootstrap", "0", "--json",
                            str(corpus)).stdout)  # fmt: skip
     assert pairs["n_ratings"] == 900 and pairs["metrics"][0]["bootstrap_ci"] is None

@@ -76,3 +76,59 @@ def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings
     none = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0",
                           "--adjust", "none", "--json", str(corpus)).stdout)  # fmt: skip
     assert all("p_bh" not in w and "p_holm" not in w for w in none["williams"])
+
+
+# --- item 3: the human ceiling --------------------------------------------------------------------
+
+SHROUT_FLEISS = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+
+
+def sf_votes():
+    from formats.tidy import Vote
+
+    return [Vote(f"t{i}", f"j{j}", "rating", str(v)) for i, row in enumerate(SHROUT_FLEISS) for j, v in enumerate(row)]
+
+
+def test_icc_of_shrout_and_fleiss_1979():
+    """Shrout & Fleiss (1979), Table 4: ICC(1,1) = .17 and ICC(1,4) = .44 for 6 targets x 4 judges."""
+    from metrics.correlation import icc_oneway
+
+    single, mean = icc_oneway(np.array([[float(v) for v in row] for row in SHROUT_FLEISS]))
+    assert (round(single, 2), round(mean, 2)) == (0.17, 0.44)
+
+
+def test_the_ceiling_is_the_root_of_the_reliability_of_the_mean_rating():
+    from metrics.correlation import human_ceiling
+
+    ceiling = human_ceiling(sf_votes(), [f"t{i}" for i in range(6)], resamples=200, seed=1)
+    assert set(ceiling) >= {"r_max", "reliability", "ci", "method", "annotator_vs_rest"}
+    assert math.isclose(ceiling["r_max"], math.sqrt(ceiling["reliability"]))
+    assert round(ceiling["reliability"], 2) == 0.44 and "ICC(1,k)" in ceiling["method"]
+    assert ceiling["ci"][0] <= ceiling["r_max"] <= ceiling["ci"][1]
+    assert {"mean_pearson", "annotators"} <= set(ceiling["annotator_vs_rest"])
+
+
+def test_the_ceiling_recovers_a_known_reliability_in_simulation():
+    """Quality t ~ N(0, 1), k = 4 votes with noise N(0, 1): the mean rating's reliability is
+    1 / (1 + 1/4) = 0.8, so r_max = sqrt(0.8); the interval covers it."""
+    from formats.tidy import Vote
+    from metrics.correlation import human_ceiling
+
+    rng = np.random.default_rng(7)
+    t = rng.normal(size=400)
+    votes = [Vote(f"d{i}", f"a{j}", "rating", repr(float(t[i] + rng.normal()))) for i in range(400) for j in range(4)]
+    ceiling = human_ceiling(votes, [f"d{i}" for i in range(400)], resamples=300, seed=2)
+    assert ceiling["ci"][0] <= math.sqrt(0.8) <= ceiling["ci"][1]
+    assert abs(ceiling["r_max"] - math.sqrt(0.8)) < 0.03
+
+
+def test_bootstrap_0_says_that_no_interval_was_computed(ratings_csv, corpus):  # noqa: F811
+    """Issue 15, item 6: with --bootstrap 0 every command's notes say no CI was computed."""
+    agreement = json.loads(run("agreement", str(ratings_csv), "--bootstrap", "0", "--json").stdout)
+    assert any("no confidence interval was computed" in n for n in agreement["questions"]["satisfied"]["notes"])
+    correlate = json.loads(run("correlate", "--ratings", str(ratings_csv), "--bootstrap", "0", "--json", str(corpus)).stdout)
+    assert any("no bootstrap interval was computed" in n for n in correlate["notes"])
+    assert all(m["bootstrap_ci"] is None for m in correlate["metrics"]) and correlate["human_ceiling"]["ci"] is None
+    calibrate = json.loads(run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:51", "--bootstrap", "0",
+                               "--json", str(corpus)).stdout)  # fmt: skip
+    assert calibrate["ci_lambda"] is None and any("no confidence interval was computed" in n for n in calibrate["notes"])
