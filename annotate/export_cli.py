@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--folds", type=int, default=DEFAULTS.folds)
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
     parser.add_argument("--adjust", default=DEFAULTS.adjust, choices=("holm", "bh", "none"), help="p-value adjustment")
+    parser.add_argument("--weights", default=DEFAULTS.weights, choices=("none", "linear", "quadratic"),
+                        help="agreement weights for Cohen's kappa and Gwet's AC2")
     parser.add_argument("--list", action="store_true", help="list the formats")
     return parser
 
@@ -63,7 +65,7 @@ def run(args) -> int:
     grid = parse_grid(args.grid)
     lambdas, _ = parse_lambdas(args.lambdas)
     settings = AnalysisSettings(args.level, args.tie, args.rating, lambdas, (float(grid[0]), float(grid[-1]), int(grid.size)),
-                                args.bootstrap, args.folds, args.seed, args.adjust)  # fmt: skip
+                                args.bootstrap, args.folds, args.seed, args.adjust, args.weights)  # fmt: skip
     engine = make_engine(database_url(args.db))
     upgrade(engine)
     with read_session(engine) as session:  # the newest vote the export holds (read before the votes)

@@ -24,7 +24,7 @@ from annotate.kinds import get_kind
 from annotate.models import Annotator, Item, Study, VoteEvent
 from annotate.votes import vote_rows
 from exports.study import ItemRecord, StudyData
-from formats.tidy import VoteTable, votes_from_rows
+from formats.tidy import VoteTable, read_votes, votes_from_rows
 from metrics.analysis import AnalysisSettings, Progress
 
 
@@ -81,6 +81,21 @@ def study_votes(engine: Engine, user: Annotator, study_id: int) -> VoteTable:
     with read_session(engine) as session:
         rows = vote_rows(session, study_id)
     return votes_from_rows(((r["item"], r["annotator"], r["question"], r["value"], r["condition"] or "") for r in rows), "votes")
+
+
+def judge_study(engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes,
+                question: str | None = None, seed: int = 0) -> dict:  # fmt: skip
+    """An uploaded file of automatic judges' labels (tidy CSV, the judge in ``annotator``) against the
+    study's human majority (``metrics.judges``); the judges are never stored as votes."""
+    from metrics.analysis import choose_question
+    from metrics.judges import judge_report
+
+    human = study_votes(engine, user, study_id)
+    if not human.votes:
+        raise ValueError("the study has no human votes yet")
+    chosen = choose_question(human, question)
+    judges = read_votes(file_name, default_question=chosen, data=data)
+    return judge_report(human, judges, chosen, seed=seed)
 
 
 def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str]:

@@ -70,7 +70,8 @@ def main() -> None:
     print(f"  statistics extraction                        {t_extract * 1e3:9.1f} ms")
     print(f"  point fit: grid + Brent                      {t_point * 1e3:9.1f} ms")
     print(f"  full: grid + Brent, {args.resamples} bootstrap refits, 5-fold CV {t_full:8.2f} s")
-    print(f"  λ* = {result['best_lambda']:.3f}  95% CI [{result['ci_lambda'][0]:.3f}, {result['ci_lambda'][1]:.3f}]"
+    low, high = (float("nan") if v is None else v for v in result["ci_lambda"])
+    print(f"  λ* = {result['best_lambda']:.3f}  95% CI [{low:.3f}, {high:.3f}]"
           f"  r* = {result['r_best']:.3f}  cv r = {result['cv_r']:.3f}  at bound {result['at_bound']:.1%}")  # fmt: skip
 
     pairs = [([t.gold for t in d.turns], [t.pred for t in d.turns]) for d in dialogues]

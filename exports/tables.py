@@ -13,7 +13,8 @@ Column contracts:
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
   pair, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007), t
-  and p_value of Williams' test, p_adjusted and adjust (holm, bh or none) over all pairs)
+  and p_value of Williams' test, p_adjusted and adjust (holm, bh or none) over all pairs, n_needed:
+  dialogues for 80% power to detect the observed difference)
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
                      *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
 CORRELATION_COLUMNS = ("metric", "n", "pearson", "pearson_low", "pearson_high", "p_value", "bootstrap_low",
                        "bootstrap_high", "spearman", "kendall", "signature", "kind", "metric_b", "diff", "diff_low",
-                       "diff_high", "t", "p_adjusted", "adjust")  # fmt: skip
+                       "diff_high", "t", "p_adjusted", "adjust", "n_needed")  # fmt: skip
 
 
 def csv_bytes(rows: Iterable[dict], columns: Sequence[str]) -> bytes:
@@ -109,7 +110,7 @@ def correlation_csv(correlation: dict) -> bytes:
         rows.append({"kind": "difference", "metric": w["a"], "metric_b": w["b"], "n": w["n"], "diff": w.get("diff"),
                      "diff_low": diff_ci[0], "diff_high": diff_ci[1], "t": w.get("t"), "p_value": w.get("p_value"),
                      "p_adjusted": w.get(adjusted) if adjusted else None, "adjust": adjusted[2:] if adjusted else "none",
-                     "signature": correlation["signature"]})  # fmt: skip
+                     "n_needed": w.get("n_needed"), "signature": correlation["signature"]})  # fmt: skip
     return csv_bytes(rows, CORRELATION_COLUMNS)
 
 

@@ -68,12 +68,13 @@ def votes_from_rows(rows: Iterable[tuple], source: str = "") -> VoteTable:
     return VoteTable(votes, source, total - len(votes), questions)
 
 
-def read_votes(path: str | os.PathLike, *, default_question: str | None = None) -> VoteTable:
-    """A tidy CSV of votes; a missing ``question`` column needs ``default_question``.
+def read_votes(path: str | os.PathLike, *, default_question: str | None = None, data: bytes | None = None) -> VoteTable:
+    """A tidy CSV of votes (from ``path``, or from ``data`` named ``path``: an upload); a missing
+    ``question`` column needs ``default_question``.
 
     Raises :class:`ReaderError` naming the file and line for a missing column or empty cell.
     """
-    text = read_text(path)
+    text = read_text(path, data)
     needed = {"item", "annotator", "value"} | (set() if default_question else {"question"})
     rows = []
     for line, row in csv_rows(path, text, needed, "a votes table has item, annotator, question, value"):

@@ -4,9 +4,12 @@
                                     [--slots N] [--rsa macro|macro-skip|micro] [--normalise]
                                     [--per-dialogue] [--by-domain] [--json]
     python -m metrics agreement VOTES.csv [--question Q] [--level nominal|ordinal|interval|ratio]
-                                    [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
+                                    [--weights none|linear|quadratic] [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
                                     [--adjust holm|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+    python -m metrics judge HUMAN.csv --judges JUDGES.csv [--question Q] [--bootstrap B] [--json]
+    python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--budget N --icc R] [--json]
+    python -m metrics plan --pilot RATINGS.csv [--metric-a fga_0.5 --metric-b jga] [--budget N] PREDICTIONS...
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
@@ -60,6 +63,8 @@ def _add_analysis(subparsers) -> None:
     agreement.add_argument("votes", metavar="VOTES.csv")
     agreement.add_argument("--question", help="only this question (default: every question)")
     agreement.add_argument("--level", default="nominal", choices=("nominal", "ordinal", "interval", "ratio"))
+    agreement.add_argument("--weights", default="none", choices=("none", "linear", "quadratic"),
+                           help="weights for pairwise Cohen's kappa and Gwet's AC2 (--level governs alpha only)")
     agreement.add_argument("--gold", help="gold answers CSV (item, question, value[, condition]) for attention checks")
     agreement.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items (0: none)")
     agreement.add_argument("--seed", type=int, default=0)
@@ -75,6 +80,31 @@ def _add_analysis(subparsers) -> None:
     calibrate.add_argument("--grid", default="0:10:1001", help="START:STOP:NUM like numpy.linspace (default 0:10:1001)")
     calibrate.add_argument("--folds", type=int, default=5, help="k for k-fold cross-validation")
     calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
+    judge = subparsers.add_parser("judge", help="automatic judges against the human majority per item")
+    judge.add_argument("human", metavar="HUMAN.csv", help="the human votes (tidy CSV)")
+    judge.add_argument("--judges", required=True, metavar="JUDGES.csv", help="the judges' labels (annotator = judge)")
+    judge.add_argument("--question", help="which question (default: the only one, or 'satisfied')")
+    judge.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items for kappa's CI")
+    judge.add_argument("--seed", type=int, default=0)
+    judge.add_argument("--json", action="store_true")
+    plan = subparsers.add_parser("plan", help="dialogues needed to tell two metrics apart (power of Williams' test)")
+    plan.add_argument("paths", nargs="*", metavar="PREDICTIONS", help="with --pilot: the pilot's prediction files")
+    plan.add_argument("--r-a", type=float, help="r(human, metric A)")
+    plan.add_argument("--r-b", type=float, help="r(human, metric B)")
+    plan.add_argument("--r-ab", type=float, help="r(metric A, metric B)")
+    plan.add_argument("--pilot", metavar="RATINGS.csv", help="estimate the three correlations from a pilot's votes")
+    plan.add_argument("--metric-a", default="fga_0.5", help="with --pilot: metric A (default fga_0.5)")
+    plan.add_argument("--metric-b", default="jga", help="with --pilot: metric B (default jga)")
+    plan.add_argument("--question", help="with --pilot: which question's votes")
+    plan.add_argument("--condition", help="with --pilot: only votes of this condition")
+    plan.add_argument("--format", dest="fmt", help="with --pilot: input format of the predictions")
+    plan.add_argument("--budget", type=int, help="judgements to spend: power of k annotators x budget/k dialogues")
+    plan.add_argument("--max-k", type=int, default=11, help="with --budget: the most annotators per dialogue tried")
+    plan.add_argument("--icc", type=float, help="with --budget and no pilot: a single rating's reliability ICC(1,1)")
+    plan.add_argument("--k-now", type=float, default=1.0, help="with --icc: ratings per dialogue behind --r-a/--r-b")
+    plan.add_argument("--alpha", type=float, default=0.05)
+    plan.add_argument("--power", type=float, default=0.8)
+    plan.add_argument("--json", action="store_true")
 
 
 def _percent(value) -> str:
@@ -131,7 +161,8 @@ def run_agreement(args) -> int:
 
     table = read_votes(args.votes)
     gold = _read_gold(args.gold) if args.gold else None
-    result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed, gold=gold)
+    result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed,
+                           gold=gold, weights=args.weights)  # fmt: skip
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
@@ -196,7 +227,82 @@ def run_calibrate(args) -> int:
     return 0
 
 
-COMMANDS = {"score": run_score, "agreement": run_agreement, "correlate": run_correlate, "calibrate": run_calibrate}
+def _pilot(args) -> dict:
+    """The three correlations, the single-rating reliability and the ratings per dialogue of a pilot."""
+    import numpy as np
+
+    from formats import load_dialogues
+    from formats.tidy import read_votes
+    from metrics.analysis import correlate_study, select_votes
+    from metrics.corpus import ScoreSettings, parse_lambdas
+
+    votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
+    lambdas, labels = parse_lambdas(",".join(m[4:] for m in (args.metric_a, args.metric_b) if m.startswith("fga_")) or "1")
+    result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
+    rows = {row["metric"]: row for row in result["metrics"]}
+    for name in (args.metric_a, args.metric_b):
+        if rows.get(name, {}).get("pearson") is None:
+            raise ValueError(f"{args.pilot}: no correlation for metric {name!r} (metrics: {', '.join(rows)})")
+    per = result["per_dialogue"]
+    a, b = args.metric_a, args.metric_b
+    pairs = np.array([(d[a], d[b]) for d in per if d[a] is not None and d[b] is not None])
+    return {"ratings": args.pilot, "metric_a": args.metric_a, "metric_b": args.metric_b, "n_dialogues": result["n_dialogues"],
+            "r_a": rows[args.metric_a]["pearson"], "r_b": rows[args.metric_b]["pearson"],
+            "r_ab": float(np.corrcoef(pairs.T)[0, 1]), "icc_single": result["human_ceiling"].get("reliability_single"),
+            "k": len(votes) / max(1, result["n_dialogues"])}  # fmt: skip
+
+
+def run_judge(args) -> int:
+    from formats.tidy import read_votes
+    from metrics.analysis import analysis_signature, choose_question
+    from metrics.judges import judge_report
+
+    human = read_votes(args.human)
+    question = choose_question(human, args.question)
+    judges = read_votes(args.judges, default_question=question)
+    result = judge_report(human, judges, question, resamples=args.bootstrap, seed=args.seed)
+    result = {"signature": analysis_signature(None, judge="majority-ties-out", boot=args.bootstrap, seed=args.seed), **result}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    print(present.judge_table(result).to_text())
+    return 0
+
+
+def run_plan(args) -> int:
+    from metrics.planning import budget_plan, plan
+
+    pilot = _pilot(args) if args.pilot else None
+    r_a, r_b, r_ab = (pilot["r_a"], pilot["r_b"], pilot["r_ab"]) if pilot else (args.r_a, args.r_b, args.r_ab)
+    if None in (r_a, r_b, r_ab):
+        raise ValueError("give --r-a, --r-b and --r-ab, or --pilot RATINGS.csv PREDICTIONS...")
+    result = plan(r_a, r_b, r_ab, args.alpha, args.power)
+    if pilot:
+        result["pilot"] = pilot
+    if args.budget:
+        icc, k_now = (pilot["icc_single"], pilot["k"]) if pilot else (args.icc, args.k_now)
+        if icc is None:
+            raise ValueError("a budget plan needs a single rating's reliability: --icc, or a pilot with repeated ratings")
+        result["budget"] = budget_plan(r_a, r_b, r_ab, icc, k_now, args.budget, max_k=args.max_k, alpha=args.alpha)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    needed = result["n_dialogues"]
+    print(f"r_a = {r_a:.3f}, r_b = {r_b:.3f}, r_ab = {r_ab:.3f}; two-sided Williams test, alpha {args.alpha}")
+    print(f"dialogues for power {args.power}: {needed if needed is not None else 'more than a million'}")
+    print("\n".join(f"  n = {p['n']:>7}  power {p['power']:.2f}" for p in result["power_curve"]))
+    if "budget" in result:
+        print(f"budget of {args.budget} judgements (single-rating ICC {result['budget']['icc_single']:.2f}):")
+        for o in result["budget"]["options"]:
+            shown = "-" if o["power"] is None else f"{o['power']:.2f}"
+            print(f"  k = {o['k']:>2} x {o['n_dialogues']:>6} dialogues: power {shown}")
+    return 0
+
+
+COMMANDS = {"judge": run_judge, "plan": run_plan, "score": run_score, "agreement": run_agreement, "correlate": run_correlate,
+            "calibrate": run_calibrate}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,9 +75,27 @@ class UnitTable:
         return out
 
 
+def canonical_number(text: str) -> str:
+    """One spelling per number, so that "1" and "1.0" (or "2.50" and "2.5") are one answer.
+
+    >>> [canonical_number(t) for t in ("1", "1.0", "2.50", "-0.0", "1e3")]
+    ['1', '1', '2.5', '0', '1000']
+    """
+    value = float(text) + 0.0  # -0.0 -> 0.0
+    spelled = repr(value)
+    return spelled[:-2] if spelled.endswith(".0") else spelled
+
+
 def unit_table(votes: Sequence[Vote], categories: Sequence[str] | None = None) -> UnitTable:
+    """The votes of one question as arrays.  When every answer parses as a number (and no categories
+    are given), answers compare as numbers: "1" and "1.0" are the same category, spelled "1"."""
     units = list(dict.fromkeys(v.unit for v in votes))
     annotators = list(dict.fromkeys(v.annotator for v in votes))
+    spell = {}
+    if categories is None and votes and all(_as_number(v.value) is not None for v in votes):
+        spell = {v.value: canonical_number(v.value) for v in votes}
+    if spell:
+        votes = [Vote(v.item, v.annotator, v.question, spell[v.value], v.condition) for v in votes]
     if categories is None:
         seen = set(v.value for v in votes)
         if seen <= set(BINARY):
@@ -112,17 +130,35 @@ class MajorityResult:
         return int(self.ties.sum())
 
 
-def _check_tie_policy(tie: str, categories: Sequence[str]) -> None:
+def _fixed_label(tie: str, categories: Sequence[str]) -> str | None:
+    """The label of a ``fixed:<label>`` policy as the categories spell it ("fixed:1.0" is "1" when the
+    answers are numbers), or None for none / random; a label that is no category is an error."""
     if tie in ("none", "random"):
-        return
-    if tie.startswith("fixed:") and tie[len("fixed:") :] in categories:
-        return
+        return None
+    if tie.startswith("fixed:"):
+        label = tie[len("fixed:") :]
+        if label in categories:
+            return label
+        if _as_number(label) is not None and all(_as_number(c) is not None for c in categories):
+            spelled = canonical_number(label)
+            match = next((c for c in categories if canonical_number(c) == spelled), None)
+            if match is not None:
+                return match
     raise ValueError(f"tie policy must be none, random or fixed:<label> with a label in {list(categories)}; got {tie!r}")
 
 
+def _check_tie_policy(tie: str, categories: Sequence[str]) -> None:
+    _fixed_label(tie, categories)
+
+
 def majority_from_counts(counts: np.ndarray, categories: Sequence[str], tie: str = "none", seed: int = 0) -> MajorityResult:
-    """The most voted category per row of ``counts``; units without votes get None."""
-    _check_tie_policy(tie, categories)
+    """The most voted category per row of ``counts``; units without votes get None.  ``fixed:L`` resolves
+    only the ties that include L; any other tie keeps no majority (and is counted).
+
+    >>> majority_from_counts(np.array([[1, 1, 0], [0, 1, 1], [2, 0, 0]]), ["1", "2", "3"], "fixed:1").labels
+    ['1', None, '1']
+    """
+    fixed = _fixed_label(tie, categories)
     rng = np.random.default_rng(seed)
     top = counts.max(axis=1, initial=0)
     winners = counts == top[:, None]
@@ -138,8 +174,8 @@ def majority_from_counts(counts: np.ndarray, categories: Sequence[str], tie: str
             labels.append(None)
         elif tie == "random":
             labels.append(categories[int(rng.choice(np.flatnonzero(winners[row])))])
-        else:
-            labels.append(tie[len("fixed:") :])
+        else:  # fixed:L settles a tie only when L is one of the tied answers
+            labels.append(fixed if winners[row][list(categories).index(fixed)] else None)
     return MajorityResult(labels, ties, tie)
 
 

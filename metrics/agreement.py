@@ -96,6 +96,46 @@ def gwet_ac1(counts: np.ndarray) -> float:
     return (pa - pe) / (1.0 - pe)
 
 
+WEIGHTINGS = ("none", "linear", "quadratic")
+
+
+def agreement_weights(values: np.ndarray, scheme: str) -> np.ndarray | None:
+    """q × q agreement weights over the categories' values (their ranks when not numbers), as Gwet (2014)
+    and irrCAC: linear 1 − |x_k − x_l| / (max − min), quadratic 1 − (x_k − x_l)² / (max − min)²; None
+    for ``none``.
+
+    >>> agreement_weights(np.array([1.0, 2.0, 3.0]), "quadratic")[0].tolist()
+    [1.0, 0.75, 0.0]
+    """
+    if scheme not in WEIGHTINGS:
+        raise ValueError(f"--weights must be one of {', '.join(WEIGHTINGS)}, got {scheme!r}")
+    if scheme == "none":
+        return None
+    span = float(values.max() - values.min()) or 1.0
+    distance = np.abs(values[:, None] - values[None, :]) / span
+    return 1 - (distance if scheme == "linear" else distance**2)
+
+
+def gwet_ac2(counts: np.ndarray, weights: np.ndarray) -> float:
+    """Gwet's AC2: AC1 with agreement weights between categories (Gwet 2014, ch. 3; irrCAC's
+    ``gwet.ac1.raw(..., weights=)``); with identity weights it is AC1."""
+    q = counts.shape[1]
+    if q < 2:
+        raise Undefined("only one possible answer")
+    m = counts.sum(axis=1)
+    pairable = counts[m >= 2]
+    if pairable.shape[0] == 0:
+        raise Undefined("no item has two or more votes")
+    r = pairable.sum(axis=1)
+    weighted = pairable @ weights.T  # r*_ik = Σ_l w_kl r_il
+    pa = float(((pairable * (weighted - 1)).sum(axis=1) / (r * (r - 1))).mean())
+    pi = _prevalence(counts)
+    pe = float(weights.sum() / (q * (q - 1)) * (pi * (1 - pi)).sum())
+    if np.isclose(pe, 1.0):
+        raise Undefined("chance agreement is 1, so AC2 is 0/0")
+    return (pa - pe) / (1.0 - pe)
+
+
 def _interval_alpha(counts: np.ndarray, values: np.ndarray) -> float:
     """Interval α in closed form from sums of squares (no values² array): for many distinct values."""
     m = counts.sum(axis=1)
@@ -143,7 +183,9 @@ def krippendorff_alpha(table: UnitTable, level: str) -> float:
     return alpha_from_counts(table.counts, table.numeric_values, level)
 
 
-def cohen_kappa(codes_a: np.ndarray, codes_b: np.ndarray, n_categories: int) -> tuple[float, int]:
+def cohen_kappa(
+    codes_a: np.ndarray, codes_b: np.ndarray, n_categories: int, values: np.ndarray | None = None, wt: str | None = None
+) -> tuple[float, int]:
     """Cohen's κ on the units both annotators judged (statsmodels); (κ, number of shared units).
 
     >>> a = np.array([0] * 25 + [1] * 25); b = np.array([0] * 20 + [1] * 5 + [0] * 10 + [1] * 15)
@@ -161,6 +203,8 @@ def cohen_kappa(codes_a: np.ndarray, codes_b: np.ndarray, n_categories: int) -> 
     row, col = table.sum(axis=1) / n, table.sum(axis=0) / n
     if np.isclose((row * col).sum(), 1.0):
         raise Undefined("both gave one and the same answer throughout, so κ is 0/0")
+    if wt is not None:  # weighted κ over the categories' values (statsmodels: |x_k − x_l| or its square)
+        return round(float(cohens_kappa(table, weights=values, wt=wt, return_results=False)), 12), n
     return round(float(cohens_kappa(table, return_results=False)), 12), n
 
 
@@ -211,15 +255,19 @@ def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None 
 POINT_COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
 
 
-def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str) -> dict[str, float]:
-    """The four unit-level coefficients (NaN where undefined), for bootstrap resamples."""
+def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str, weights: np.ndarray | None = None) -> dict:
+    """The unit-level coefficients (NaN where undefined), for the estimate's items and for bootstrap
+    resamples of them; Gwet's AC2 too when ``weights`` are given."""
     out = {}
-    for name, compute in (
+    computations = [
         ("percent_agreement", lambda: percent_agreement(counts)),
         ("krippendorff_alpha", lambda: alpha_from_counts(counts, values, level)),
         ("fleiss_kappa", lambda: fleiss_kappa(counts)),
         ("gwet_ac1", lambda: gwet_ac1(counts)),
-    ):
+    ]
+    if weights is not None:
+        computations.append(("gwet_ac2", lambda: gwet_ac2(counts, weights)))
+    for name, compute in computations:
         try:
             out[name] = compute()
         except Undefined:
@@ -228,19 +276,24 @@ def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str) -> 
 
 
 def bootstrap_cis(
-    table: UnitTable, level: str, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+    table: UnitTable, level: str, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+    weights: np.ndarray | None = None,
 ) -> tuple[dict[str, list[float] | None], list[str]]:
-    """Percentile CIs over items (units with ≥ 2 votes resampled with replacement)."""
+    """Percentile CIs over items (units with ≥ 2 votes resampled with replacement: the same items as the
+    point estimates)."""
     counts = table.counts[table.votes_per_unit >= 2]
     notes: list[str] = []
-    if resamples <= 0 or counts.shape[0] < 2:
-        return {name: None for name in POINT_COEFFICIENTS}, ["bootstrap: needs at least two items with two votes"]
+    names = POINT_COEFFICIENTS + (("gwet_ac2",) if weights is not None else ())
+    if resamples <= 0:
+        return {name: None for name in names}, []
+    if counts.shape[0] < 2:
+        return {name: None for name in names}, ["bootstrap: needs at least two items with two votes"]
     rng = np.random.default_rng(seed)
-    draws = {name: [] for name in POINT_COEFFICIENTS}
+    draws = {name: [] for name in names}
     values = table.numeric_values
     for _ in range(resamples):
         sample = counts[rng.integers(0, counts.shape[0], counts.shape[0])]
-        for name, value in _coefficients(sample, values, level).items():
+        for name, value in _coefficients(sample, values, level, weights).items():
             draws[name].append(value)
     tail = (1 - confidence) / 2 * 100
     cis: dict[str, list[float] | None] = {}
@@ -262,11 +315,18 @@ def agreement_report(
     resamples: int = 1000,
     seed: int = 0,
     gold: Mapping[tuple[str, str], str] | None = None,
+    weights: str = "none",
 ) -> dict:
-    """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question)."""
+    """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question).
+
+    Point estimates and their bootstrap use the same items: those with two or more votes.  ``level``
+    governs Krippendorff's α only; ``weights`` (none, linear, quadratic) the pairwise Cohen κ and Gwet's
+    AC2; ``labels`` says what each coefficient used."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     table = unit_table(votes)
+    scale = table.numeric_values if table.numeric_values is not None else np.arange(len(table.categories), dtype=float)
+    weight_matrix = agreement_weights(scale, weights)
     notes: list[str] = []
     if resamples <= 0:
         notes.append("--bootstrap 0: no confidence interval was computed (every ci is null)")
@@ -276,6 +336,7 @@ def agreement_report(
     if len(table.annotators) < 2:
         notes.append("only one annotator: agreement is not defined")
     values = table.numeric_values
+    pairable = table.counts[table.votes_per_unit >= 2]  # the items every coefficient and its bootstrap use
     result = {
         "n_items": len(table.units),
         "n_annotators": len(table.annotators),
@@ -283,10 +344,11 @@ def agreement_report(
         "n_pairable_items": int((table.votes_per_unit >= 2).sum()),
         "level": level,
         "categories": table.categories,
-        "percent_agreement": _safe(lambda: percent_agreement(table.counts), notes, "percent agreement"),
-        "krippendorff_alpha": _safe(lambda: alpha_from_counts(table.counts, values, level), notes, "Krippendorff's α"),
-        "fleiss_kappa": _safe(lambda: fleiss_kappa(table.counts), notes, "Fleiss' κ"),
-        "gwet_ac1": _safe(lambda: gwet_ac1(table.counts), notes, "Gwet's AC1"),
+        "weights": weights,
+        "percent_agreement": _safe(lambda: percent_agreement(pairable), notes, "percent agreement"),
+        "krippendorff_alpha": _safe(lambda: alpha_from_counts(pairable, values, level), notes, "Krippendorff's α"),
+        "fleiss_kappa": _safe(lambda: fleiss_kappa(pairable), notes, "Fleiss' κ"),
+        "gwet_ac1": _safe(lambda: gwet_ac1(pairable), notes, "Gwet's AC1"),
         "cohen_kappa_pairwise": [],
         "annotators": annotator_rows(table, gold),
     }
@@ -298,12 +360,27 @@ def agreement_report(
             if pair["n"] == 0:
                 continue
             try:
-                pair["kappa"], _ = cohen_kappa(table.codes[a], table.codes[b], len(table.categories))
+                pair["kappa"], _ = cohen_kappa(table.codes[a], table.codes[b], len(table.categories), scale,
+                                               None if weights == "none" else weights)  # fmt: skip
             except Undefined as why:
                 pair["note"] = str(why)
             result["cohen_kappa_pairwise"].append(pair)
-    cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed)
-    result["ci"] = {name: cis[name] if result[name] is not None else None for name in POINT_COEFFICIENTS}
+    weighted = "unweighted" if weights == "none" else f"{weights} weights over the answers' values"
+    result["labels"] = {
+        "percent_agreement": "unweighted", "krippendorff_alpha": f"level {level} (--level)", "fleiss_kappa": "unweighted",
+        "gwet_ac1": "unweighted", "cohen_kappa_pairwise": f"{weighted} (--weights)",
+    }  # fmt: skip
+    if weight_matrix is not None:
+        result["gwet_ac2"] = _safe(lambda: gwet_ac2(pairable, weight_matrix), notes, "Gwet's AC2")
+        result["labels"]["gwet_ac2"] = f"{weighted} (--weights)"
+    cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed, weights=weight_matrix)
+    result["ci"] = {name: cis[name] if result.get(name) is not None else None for name in cis}
+    # Every pairable item unanimous: resamples can only repeat it, so an interval is a point, not a measurement
+    unanimous = pairable.shape[0] > 0 and bool(np.all(pairable.max(axis=1) == pairable.sum(axis=1)))
+    result["ci_degenerate"] = [n for n, ci in result["ci"].items() if ci is not None and ci[0] == ci[1]]
+    if unanimous:
+        ci_notes.append("complete agreement: every item's votes agree, so the bootstrap interval collapses to a point "
+                        "(ci_degenerate); it does not measure uncertainty: more items would")  # fmt: skip
     result["bootstrap"] = {"resamples": resamples, "seed": seed, "confidence": 0.95}
     result["notes"] = notes + ci_notes
     return result

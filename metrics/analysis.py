@@ -61,7 +61,7 @@ def select_votes(table: VoteTable, question: str | None, condition: str | None =
 
 def agreement_all(
     table: VoteTable, *, question: str | None = None, level: str = "nominal", resamples: int = 1000, seed: int = 0,
-    gold: dict | None = None,
+    gold: dict | None = None, weights: str = "none",
 ) -> dict:  # fmt: skip
     """``{"signature", "questions": {q: report}}`` for one question or every question."""
     if level not in LEVELS:
@@ -70,9 +70,11 @@ def agreement_all(
     reports = {}
     for q in questions:
         q_gold = None if gold is None else {unit: value for (unit, gq), value in gold.items() if gq == q}
-        reports[q] = agreement_report(table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold)
+        reports[q] = agreement_report(table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold,
+                                      weights=weights)  # fmt: skip
     notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
-    signature = analysis_signature(None, agreement=level, boot=resamples, seed=seed, ci="percentile95")
+    options = {"weights": weights} if weights != "none" else {}
+    signature = analysis_signature(None, agreement=level, boot=resamples, seed=seed, ci="percentile95", **options)
     return {"signature": signature, "questions": reports, "notes": notes}
 
 
@@ -158,11 +160,12 @@ class AnalysisSettings:
     folds: int = 5  # cross-validation folds for λ*
     seed: int = 0
     adjust: str = "holm"  # p-value adjustment over the metric pairs: holm, bh, none
+    weights: str = "none"  # agreement weights for pairwise Cohen κ and Gwet's AC2: none, linear, quadratic
 
     def to_dict(self) -> dict:
         return {"level": self.level, "tie": self.tie, "rating": self.rating, "lambdas": list(self.lambdas),
                 "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed,
-                "adjust": self.adjust}  # fmt: skip
+                "adjust": self.adjust, "weights": self.weights}  # fmt: skip
 
     @classmethod
     def from_dict(cls, values: dict | None) -> AnalysisSettings:
@@ -172,7 +175,8 @@ class AnalysisSettings:
         (0.0, 5.0, 11)
         """
         values = dict(values or {})
-        chosen = {k: values[k] for k in ("level", "tie", "rating", "resamples", "folds", "seed", "adjust") if k in values}
+        keys = ("level", "tie", "rating", "resamples", "folds", "seed", "adjust", "weights")
+        chosen = {k: values[k] for k in keys if k in values}
         if "lambdas" in values:
             chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
         if "grid" in values:
@@ -202,7 +206,8 @@ def votes_summary(votes: VoteTable, settings: AnalysisSettings, *, gold: dict | 
     result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
     if not votes.votes:
         return result
-    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold)
+    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold,
+                                        weights=settings.weights)  # fmt: skip
     result["majority"] = {
         q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
     }
@@ -234,6 +239,47 @@ def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", re
     return rows
 
 
+def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], settings: ScoreSettings) -> dict:
+    """Systems (conditions) as the unit: each system's mean metric over its rated dialogues against its
+    mean rating (the mean of the dialogues' mean ratings), Pearson and Spearman over the systems; n is the
+    number of systems (a Fisher CI only from 4 systems on; with so few units read it as a description).
+
+    >>> system_level({}, [], ScoreSettings((0.5,), ("0.5",)))["note"]
+    'system-level correlation needs votes on at least 3 systems (found 0)'
+    """
+    from scipy import stats
+
+    from metrics.correlation import fisher_row
+
+    systems = []
+    for name, system_dialogues in dialogues.items():
+        rated = [v for v in votes if v.condition == name]
+        if not rated:
+            continue
+        ratings = ratings_for(rated, [d.id for d in system_dialogues], "mean")
+        ids, values = per_dialogue_metrics(system_dialogues, settings)
+        position = {d: i for i, d in enumerate(ids)}
+        rows = np.array([position[d] for d in ratings.dialogue_ids])
+        means = {k: float(np.nanmean(v[rows])) for k, v in values.items()}
+        systems.append({"system": name, "n_dialogues": ratings.n_dialogues, "rating": float(ratings.value.mean()), **means})
+    result: dict = {"n_systems": len(systems), "systems": systems, "metrics": []}
+    if len(systems) < 3:
+        result["note"] = f"system-level correlation needs votes on at least 3 systems (found {len(systems)})"
+        return result
+    y = np.array([s["rating"] for s in systems])
+    for metric in [k for k in systems[0] if k not in ("system", "n_dialogues", "rating")]:
+        x = np.array([s[metric] for s in systems])
+        row = {"metric": metric, "n": len(systems), "pearson": None, "pearson_ci": None, "spearman": None}
+        if np.ptp(x) > 0 and np.ptp(y) > 0:
+            row["pearson"] = float(np.corrcoef(x, y)[0, 1])
+            row["spearman"] = float(stats.spearmanr(x, y).statistic)
+            if len(systems) > 3:
+                row["pearson_ci"] = fisher_row(row["pearson"], len(systems))[0]
+        result["metrics"].append(row)
+    result["note"] = f"n = {len(systems)} systems: a system-level r on so few units is a description, not a test"
+    return result
+
+
 def metrics_summary(
     dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, *, question: str = "satisfied",
     condition: str | None = None, progress: Progress | None = None,
@@ -248,6 +294,12 @@ def metrics_summary(
     chosen = condition if condition is not None else next(iter(dialogues))
     rated = [v for v in votes.for_question(question) if v.condition == chosen]
     result: dict = {"condition": chosen, "conditions": list(dialogues)}
+    if len(dialogues) > 1:  # several systems rated: systems as the unit too
+        scoring_all = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
+        try:
+            result["system_level"] = system_level(dialogues, votes.for_question(question), scoring_all)
+        except ValueError as why:
+            result["system_level"] = {"n_systems": 0, "systems": [], "metrics": [], "note": str(why)}
     if len({v.item for v in rated}) < 3:
         result["correlation_note"] = "correlation needs votes on at least 3 dialogues of this system"
         return result

@@ -162,6 +162,15 @@ def calibrate(
             ci_r=[float(r_lo), float(r_hi)],
             at_bound=float(refits[valid, 2].mean()) if valid.any() else None,
         )
+        at_end = float(np.mean(refits[valid, 0] >= grid[-1] - 1e-9 * max(1.0, abs(grid[-1])))) if valid.any() else 0.0
+        if at_end > (1 - confidence) / 2:  # the upper percentile is the grid's end: the data do not bound λ* there
+            result["ci_lambda"] = [float(lam_lo), None]
+            result["ci_lambda_open"] = (
+                f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there; "
+                f"r at λ → ∞ (turn-level match) is {result['r_turn']:.3f}" if result["r_turn"] is not None else
+                f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there"
+            )  # fmt: skip
+            notes.append(result["ci_lambda_open"])
         band_low, band_high = percentile_ci(curves, confidence)
     result["curve"] = [
         {"lambda": float(lam), "r": _finite(r), "ci": None if not np.isfinite(lo) else [float(lo), float(hi)]}

@@ -34,6 +34,7 @@ import numpy as np
 
 from formats.tidy import Vote
 from metrics.aggregate import majority_from_counts, unit_table
+from metrics.planning import dialogues_needed
 
 RATING_MODES = ("mean", "majority", "pairs")
 ADJUSTMENTS = ("holm", "bh", "none")
@@ -330,8 +331,9 @@ def correlation_report(
             try:
                 entry["t"], entry["p_value"] = williams_test(r12, r13, r23, units)
                 entry["diff_ci"] = list(zou_diff_ci(r12, r13, r23, units))
+                entry["n_needed"] = dialogues_needed(r12, r13, r23)  # for 80% power at α = 0.05 (metrics.planning)
             except ValueError as why:
-                entry.update(t=None, p_value=None, diff_ci=None, note=str(why))
+                entry.update(t=None, p_value=None, diff_ci=None, n_needed=None, note=str(why))
             williams.append(entry)
     tested = [w for w in williams if w["p_value"] is not None]
     adjusted = adjust_p([w["p_value"] for w in tested], adjust)
@@ -405,7 +407,8 @@ def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resampl
                         "percentile bootstrap over dialogues",
               "annotator_vs_rest": _annotator_vs_rest(annotators, matrix)}  # fmt: skip
     by_dialogue = matrix.T
-    _single, reliability = icc_oneway(by_dialogue)
+    single, reliability = icc_oneway(by_dialogue)
+    result["reliability_single"] = single if np.isfinite(single) else None  # ICC(1,1): one rating
     if not np.isfinite(reliability):
         result["note"] = "the ceiling needs at least 2 dialogues with 2 or more ratings each"
         return result

@@ -30,7 +30,10 @@ def number(value, digits: int = 3) -> str:
 
 
 def interval(pair) -> str:
-    return "—" if not pair else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
+    """``[lo, hi]`` to 3 decimals; an open end (None, e.g. λ* beyond the grid) shows as "open"."""
+    if not pair:
+        return "—"
+    return "[" + ", ".join("open" if v is None else f"{v:.3f}" for v in pair) + "]"
 
 
 def p_value(value) -> str:
@@ -60,16 +63,21 @@ class Table:
 
 def agreement_table(agreement: dict) -> Table:
     """Per question: counts, and each coefficient with its 95% bootstrap CI."""
+    weighted = any("gwet_ac2" in report for report in agreement["questions"].values())
+    coefficients = [*COEFFICIENTS, *((("gwet_ac2", "Gwet's AC2"),) if weighted else ())]
     columns = ["question", "items", "annotators", "votes", "level"]
-    for _, label in COEFFICIENTS:
+    for _, label in coefficients:
         columns += [label, f"{label} 95% CI"]
     rows, notes = [], []
     for question, report in agreement["questions"].items():
         row = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
-        for key, _ in COEFFICIENTS:
-            row += [number(report[key]), interval(report["ci"][key])]
+        for key, _ in coefficients:
+            row += [number(report.get(key)), interval(report["ci"].get(key))]
         rows.append(row)
         notes += [f"{question}: {note}" for note in report["notes"]]
+    first = next(iter(agreement["questions"].values()), None)
+    if first and "labels" in first:
+        notes.append("What each coefficient used: " + "; ".join(f"{k}: {v}" for k, v in first["labels"].items()))
     notes += list(agreement.get("notes", []))
     return Table("Agreement", tuple(columns), rows, [*notes, f"signature: {agreement['signature']}"])
 
@@ -156,14 +164,54 @@ def williams_table(correlation: dict) -> Table:
     rows = []
     for w in correlation["williams"]:
         key = adjusted_key(w)
+        needed = w.get("n_needed")
         rows.append([w["a"], w["b"], str(w["n"]), number(w.get("diff")), interval(w.get("diff_ci")), number(w.get("t"), 2),
-                     p_value(w.get("p_value")), p_value(w[key]) if key else "—"])  # fmt: skip
+                     p_value(w.get("p_value")), p_value(w[key]) if key else "—",
+                     "—" if needed is None else str(needed)])  # fmt: skip
     key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
     label = {"p_holm": "p (Holm)", "p_bh": "p (BH)"}.get(key, "p adjusted")
     notes = ["Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
-             "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues."]  # fmt: skip
-    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou)", "t", "p", label)
+             "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues. 'n for 80% power': "
+             "dialogues a study needs to detect the observed difference with Williams' test at α = 0.05 "
+             "(python -m metrics plan)."]  # fmt: skip
+    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou)", "t", "p", label, "n for 80% power")
     return Table("Differences between metrics", columns, rows, notes)
+
+
+def system_table(system: dict) -> Table:
+    """Systems as the unit: each metric's per-system mean against the per-system mean rating."""
+    rows = [[m["metric"], str(m["n"]), number(m["pearson"]), interval(m["pearson_ci"]), number(m["spearman"])]
+            for m in system["metrics"]]  # fmt: skip
+    listing = "; ".join(f"{s['system']}: rating {number(s['rating'])} over {s['n_dialogues']} dialogues"
+                        for s in system["systems"])  # fmt: skip
+    notes = [n for n in (system.get("note"), f"Systems: {listing}." if listing else None) if n]
+    return Table("System level: systems as the unit", ("metric", "n systems", "Pearson r", "95% CI", "Spearman"), rows, notes)
+
+
+def judge_table(report: dict) -> Table:
+    """Each automatic judge against the human majority."""
+    rows = [[j["judge"], str(j["n"]), number(j["accuracy"]), number(j["cohen_kappa"]), interval(j["kappa_ci"]),
+             "; ".join(f"{h}→{k}: {c}" for h, row in j["confusion"].items() for k, c in row.items() if c)]
+            for j in report["judges"]]  # fmt: skip
+    notes = [f"Question {report['question']}: {report['n_items_with_majority']} items with a human majority.",
+             *report["notes"], report["method"]]  # fmt: skip
+    columns = ("judge", "n", "accuracy", "Cohen's κ", "95% CI", "confusion (human→judge: items)")
+    return Table("Automatic judges against the human majority", columns, rows, notes)
+
+
+def planning_line(correlation: dict, baseline: str = "jga") -> str | None:
+    """How many dialogues the observed difference between the best metric and ``baseline`` needs."""
+    rows = [r for r in correlation["metrics"] if r["pearson"] is not None and r["metric"] != baseline]
+    best = max(rows, key=lambda r: r["pearson"], default=None)
+    pair = next((w for w in correlation["williams"] if best and {w["a"], w["b"]} == {best["metric"], baseline}), None)
+    if pair is None:
+        return None
+    needed = pair.get("n_needed")
+    have = f"this study has {pair['n']}"
+    if needed is None:
+        return f"{pair['a']} vs {pair['b']}: the observed difference is too small to plan for ({have})."
+    return (f"To tell {pair['a']} (r {number(pair['r_a'])}) from {pair['b']} (r {number(pair['r_b'])}) apart with 80% power "
+            f"at α = 0.05: {needed} dialogues; {have}.")  # fmt: skip
 
 
 def calibration_table(calibration: dict) -> Table:
@@ -192,6 +240,8 @@ def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     if "correlation" in analysis:
         tables.append(correlation_table(analysis["correlation"], analysis.get("condition")))
         tables.append(williams_table(analysis["correlation"]))
+    if "system_level" in analysis:
+        tables.append(system_table(analysis["system_level"]))
     elif "correlation_note" in analysis:
         tables.append(Table("Metrics against human ratings", (), [], [analysis["correlation_note"]]))
     if "calibration" in analysis:

@@ -14,7 +14,7 @@ from annotate import service
 from annotate.kinds import KINDS
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
-from annotate.study_data import study_analysis, study_conditions
+from annotate.study_data import judge_study, study_analysis, study_conditions
 from exports.charts import metric_rating_chart, r_lambda_chart
 from metrics import present
 from metrics.analysis import AnalysisSettings
@@ -39,8 +39,11 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         adjustments = ("holm", "bh", "none")
         adjust = right.selectbox("p-value adjustment (metric pairs)", adjustments, index=adjustments.index(stored.adjust),
                                  key=f"{key}-adjust")  # fmt: skip
+        schemes = ("none", "linear", "quadratic")
+        weights = left.selectbox("Agreement weights (Cohen's κ, AC2)", schemes, index=schemes.index(stored.weights),
+                                 key=f"{key}-weights")  # fmt: skip
         chosen = AnalysisSettings(level, tie, rating, stored.lambdas, (stored.grid[0], float(grid_stop), int(grid_num)),
-                                  int(resamples), int(folds), int(seed), adjust)  # fmt: skip
+                                  int(resamples), int(folds), int(seed), adjust, weights)  # fmt: skip
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
     return chosen
@@ -80,6 +83,19 @@ def render() -> None:
     _majority_section(result["majority"], settings.tie, study, user)
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
+    _judges_section(study, user, settings.seed)
+
+
+def _judges_section(study, user, seed: int) -> None:
+    """Automatic judges (an LLM, a classifier) against the human majority: their labels are uploaded,
+    compared, and never stored as votes."""
+    with st.expander("Automatic judges against the human majority"):
+        st.caption("A tidy CSV of the judges' labels: item, annotator (the judge's name), question, value[, condition].")
+        upload = st.file_uploader("Judges' labels", type=["csv"], key=f"judges-{study.id}")
+        if upload is not None:
+            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), seed=seed))
+            if isinstance(report, dict):
+                show_table(present.judge_table(report), subheader=False)
 
 
 def show_table(table: present.Table, *, subheader: bool = True) -> None:
@@ -145,8 +161,14 @@ def _correlation_section(result: dict) -> None:
         return
     correlation = result["correlation"]
     show_table(present.correlation_table(correlation, result.get("condition")))
+    plan = present.planning_line(correlation)
+    if plan:
+        st.caption(plan)
     with st.expander("Differences between metrics: r_A − r_B, Zou's interval, Williams' test, adjusted p"):
         show_table(present.williams_table(correlation), subheader=False)
+    if "system_level" in result:
+        with st.expander(f"System level: {result['system_level']['n_systems']} systems as the unit"):
+            show_table(present.system_table(result["system_level"]), subheader=False)
     metric = st.selectbox(
         "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
     )

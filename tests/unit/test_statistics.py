@@ -65,10 +65,16 @@ def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings
     assert len(data["williams"]) == 28
     raw = [w["p_value"] for w in data["williams"]]
     assert np.allclose([w["p_holm"] for w in data["williams"]], adjust_p(raw, "holm"))
+    from metrics.planning import dialogues_needed
+    from metrics.present import planning_line
+
     for entry in data["williams"]:
         low, high = entry["diff_ci"]
         assert low <= entry["r_a"] - entry["r_b"] <= high
         assert entry["p_holm"] >= entry["p_value"]
+        assert entry["n_needed"] == dialogues_needed(entry["r_a"], entry["r_b"], entry["r_ab"])
+    line = planning_line(data)
+    assert line.startswith("To tell ") and "with 80% power" in line and "this study has 300" in line
     assert "adjust:holm" in data["signature"]
     bh = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0",
                         "--adjust", "bh", "--json", str(corpus)).stdout)  # fmt: skip
@@ -132,3 +138,242 @@ def test_bootstrap_0_says_that_no_interval_was_computed(ratings_csv, corpus):  #
     calibrate = json.loads(run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:51", "--bootstrap", "0",
                                "--json", str(corpus)).stdout)  # fmt: skip
     assert calibrate["ci_lambda"] is None and any("no confidence interval was computed" in n for n in calibrate["notes"])
+
+
+# --- item 8: planning -----------------------------------------------------------------------------
+
+
+def simulated_power(r_a, r_b, r_ab, n, replicates, rng) -> float:
+    """Williams' test on simulated studies of n dialogues with the given population correlations."""
+    from metrics.correlation import williams_test
+
+    chol = np.linalg.cholesky(np.array([[1, r_a, r_b], [r_a, 1, r_ab], [r_b, r_ab, 1]]))
+    hits = 0
+    for _ in range(replicates):
+        r = np.corrcoef((rng.normal(size=(n, 3)) @ chol.T).T)
+        hits += williams_test(r[0, 1], r[0, 2], r[1, 2], n)[1] < 0.05
+    return hits / replicates
+
+
+def test_the_planned_n_is_within_ten_percent_of_a_simulation_of_the_test():
+    """The issue's case (r 0.4 vs 0.3, metrics correlated 0.8): power about 0.4 at 100 dialogues, and the
+    planned n for 80% power lies where simulated power crosses 0.8 (power below it at 0.9 n, above at 1.1 n)."""
+    from metrics.planning import dialogues_needed, williams_power
+
+    rng = np.random.default_rng(11)
+    assert abs(williams_power(0.4, 0.3, 0.8, 100) - simulated_power(0.4, 0.3, 0.8, 100, 1500, rng)) < 0.04
+    needed = dialogues_needed(0.4, 0.3, 0.8)
+    assert simulated_power(0.4, 0.3, 0.8, int(0.9 * needed), 1500, rng) < 0.8 < simulated_power(
+        0.4, 0.3, 0.8, int(1.1 * needed), 1500, rng
+    )
+
+
+def test_plan_cli_contract_pilot_and_budget(ratings_csv, corpus):  # noqa: F811
+    result = run("plan", "--r-a", "0.4", "--r-b", "0.3", "--r-ab", "0.8", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["n_dialogues"] == 269 and {"n", "power"} <= set(data["power_curve"][0])
+    powers = [p["power"] for p in data["power_curve"]]
+    assert powers == sorted(powers) and powers[-1] > 0.8
+    bad = run("plan", "--r-a", "0.9", "--r-b", "-0.9", "--r-ab", "0.9")
+    assert bad.returncode == 2 and "correlation matrix" in bad.stderr
+    pilot = json.loads(run("plan", "--pilot", str(ratings_csv), "--metric-a", "fga_0.5", "--metric-b", "jga",
+                           "--budget", "900", "--json", str(corpus)).stdout)  # fmt: skip
+    assert pilot["pilot"]["n_dialogues"] == 300 and pilot["pilot"]["metric_a"] == "fga_0.5"
+    assert pilot["r_a"] == pytest.approx(pilot["pilot"]["r_a"]) and pilot["n_dialogues"] is not None
+    options = pilot["budget"]["options"]
+    assert [o["k"] for o in options][:3] == [1, 2, 3] and options[2]["n_dialogues"] == 300
+    assert pilot["budget"]["best"]["power"] == max(o["power"] for o in options if o["power"] is not None)
+
+
+# --- item 6: numbers compare as numbers -----------------------------------------------------------
+
+
+def test_numeric_answers_compare_as_numbers():
+    """"1" and "1.0" are one answer when every answer to the question is a number."""
+    from formats.tidy import votes_from_rows
+    from metrics.agreement import agreement_report
+
+    rows = [(f"i{k}", who, "q", value) for k in range(6) for who, value in (("a", "1"), ("b", "1.0"), ("c", "1.00"))]
+    rows += [("i6", "a", "q", "0"), ("i6", "b", "q", "0.0"), ("i6", "c", "q", "0")]
+    report = agreement_report(votes_from_rows(rows).votes, resamples=0)
+    assert report["categories"] == ["0", "1"] and report["percent_agreement"] == 1.0
+    mixed = agreement_report(votes_from_rows([("i", "a", "q", "yes"), ("i", "b", "q", "1.0")]).votes, resamples=0)
+    assert mixed["categories"] == ["1.0", "yes"]  # not all numbers: compared as text
+
+
+# --- item 7: automatic judges against humans ------------------------------------------------------
+
+
+def test_judges_against_the_human_majority(tmp_path):
+    """Three humans per item; judge 'copycat' answers the majority, 'contrarian' its opposite, and a judge's
+    labels never enter the human majority (a tie stays a tie)."""
+    import csv as csv_module
+
+    human, judges = tmp_path / "human.csv", tmp_path / "judges.csv"
+    rng = np.random.default_rng(4)
+    majority = {}
+    with human.open("w", newline="") as handle:
+        writer = csv_module.writer(handle)
+        writer.writerow(["item", "annotator", "question", "value"])
+        for i in range(60):
+            truth = int(rng.random() < 0.5)
+            majority[f"d{i}"] = truth
+            for a, value in enumerate((truth, truth, 1 - truth) if i % 3 else (truth, truth, truth)):
+                writer.writerow([f"d{i}", f"ann{a}", "satisfied", value])
+        writer.writerow(["tie", "ann0", "satisfied", "1"])
+        writer.writerow(["tie", "ann1", "satisfied", "0"])
+    with judges.open("w", newline="") as handle:
+        writer = csv_module.writer(handle)
+        writer.writerow(["item", "annotator", "question", "value"])
+        for item, truth in majority.items():
+            writer.writerow([item, "copycat", "satisfied", f"{truth}.0"])  # "1.0" = "1"
+            writer.writerow([item, "contrarian", "satisfied", 1 - truth])
+        writer.writerow(["tie", "copycat", "satisfied", "1"])
+    result = run("judge", str(human), "--judges", str(judges), "--bootstrap", "200", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    rows = {j["judge"]: j for j in data["judges"]}
+    assert rows["copycat"]["n"] == 60 and rows["copycat"]["accuracy"] == 1.0 and rows["copycat"]["cohen_kappa"] == 1.0
+    assert rows["contrarian"]["accuracy"] == 0.0 and rows["contrarian"]["cohen_kappa"] < -0.9
+    low, high = rows["contrarian"]["kappa_ci"]
+    assert low <= rows["contrarian"]["cohen_kappa"] <= high
+    ones = sum(majority.values())
+    assert rows["copycat"]["confusion"] == {"0": {"0": 60 - ones, "1": 0}, "1": {"0": 0, "1": ones}}
+    assert data["n_items_with_majority"] == 60 and any("tied" in n for n in data["notes"])
+    text = run("judge", str(human), "--judges", str(judges), "--bootstrap", "0")
+    assert text.returncode == 0 and "copycat" in text.stdout and "Automatic judges" in text.stdout
+
+
+# --- item 9: system level -------------------------------------------------------------------------
+
+
+def test_system_level_correlation_over_systems(fixtures):
+    """Four systems made from the shared FGA dialogues by dropping ever more predicted slots; people
+    rate a dialogue satisfied with probability JGA: the better system gets the higher mean rating."""
+    import dataclasses
+
+    from formats import load_dialogues
+    from formats.tidy import Vote
+    from metrics.analysis import system_level
+    from metrics.corpus import ScoreSettings
+
+    base = load_dialogues([fixtures / "fga_human_eval"])
+    rng = np.random.default_rng(5)
+    systems, votes = {}, []
+    for s, drop in enumerate((0.0, 0.2, 0.5, 0.8)):
+        name = f"sys{s}"
+        systems[name] = [
+            dataclasses.replace(d, turns=[dataclasses.replace(
+                t, pred=frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)) for t in d.turns])
+            for d in base
+        ]  # fmt: skip
+        for d in systems[name]:
+            jga = np.mean([t.pred == t.gold for t in d.turns])
+            votes += [Vote(d.id, f"a{k}", "satisfied", str(int(rng.random() < jga)), name) for k in range(3)]
+    result = system_level(systems, votes, ScoreSettings((0.5,), ("0.5",)))
+    assert result["n_systems"] == 4 and [s["system"] for s in result["systems"]] == list(systems)
+    jga = next(m for m in result["metrics"] if m["metric"] == "jga")
+    assert jga["n"] == 4 and jga["pearson"] > 0.9 and jga["pearson_ci"] is not None
+    assert "4 systems" in result["note"]
+
+
+# --- items 5 and 6: weighted agreement; estimates and bootstrap on the same items -----------------
+
+
+def two_rater_ac2(a: np.ndarray, b: np.ndarray, weights: np.ndarray) -> float:
+    """Gwet's AC2 for two raters from the contingency table (Gwet 2014, eq. 3.5.x): an independent
+    formula to check the multi-rater one against."""
+    q = weights.shape[0]
+    table = np.zeros((q, q))
+    np.add.at(table, (a, b), 1.0)
+    p = table / table.sum()
+    pa = float((weights * p).sum())
+    pi = (p.sum(axis=1) + p.sum(axis=0)) / 2
+    pe = float(weights.sum() / (q * (q - 1)) * (pi * (1 - pi)).sum())
+    return (pa - pe) / (1 - pe)
+
+
+@pytest.mark.parametrize("scheme", ["linear", "quadratic"])
+def test_weighted_kappa_and_ac2(scheme):
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    from formats.tidy import Vote
+    from metrics.agreement import agreement_report, agreement_weights, gwet_ac1, gwet_ac2
+
+    rng = np.random.default_rng(8)
+    truth = rng.integers(1, 6, size=80)
+    a = np.clip(truth + rng.integers(-1, 2, size=80), 1, 5)
+    b = np.clip(truth + rng.integers(-1, 2, size=80), 1, 5)
+    votes = [Vote(f"i{k}", who, "q", str(int(v))) for k in range(80) for who, v in (("a", a[k]), ("b", b[k]))]
+    report = agreement_report(votes, resamples=100, weights=scheme)
+    weights = agreement_weights(np.arange(1.0, 6.0), scheme)
+    assert report["gwet_ac2"] == pytest.approx(two_rater_ac2(a - 1, b - 1, weights), abs=1e-12)
+    table = np.zeros((5, 5))
+    np.add.at(table, (a - 1, b - 1), 1.0)
+    expected = cohens_kappa(table, weights=np.arange(1.0, 6.0), wt=scheme, return_results=False)
+    assert report["cohen_kappa_pairwise"][0]["kappa"] == pytest.approx(expected, abs=1e-12)
+    assert report["labels"]["gwet_ac2"].startswith(scheme) and report["labels"]["krippendorff_alpha"].startswith("level")
+    assert report["ci"]["gwet_ac2"][0] <= report["gwet_ac2"] <= report["ci"]["gwet_ac2"][1]
+    counts = np.zeros((80, 5))
+    np.add.at(counts, (np.arange(80), a - 1), 1.0)
+    np.add.at(counts, (np.arange(80), b - 1), 1.0)
+    assert gwet_ac2(counts, np.eye(5)) == pytest.approx(gwet_ac1(counts), abs=1e-12)  # identity weights: AC1
+
+
+def test_point_estimates_use_the_items_their_bootstrap_uses():
+    """Single-vote items are left out of the estimates as of the bootstrap: Fleiss' kappa and AC1 are
+    computed on the items with two or more votes, and lie inside their own intervals."""
+    from formats.tidy import Vote
+    from metrics.agreement import agreement_report, fleiss_kappa, gwet_ac1
+
+    rng = np.random.default_rng(9)
+    votes = [Vote(f"p{k}", who, "q", str(int(rng.random() < 0.7))) for k in range(40) for who in ("a", "b", "c")]
+    votes += [Vote(f"s{k}", "a", "q", "0") for k in range(40)]  # single votes, all "0": they would move the prevalence
+    report = agreement_report(votes, resamples=300)
+    pairable = np.zeros((40, 2))
+    for vote in votes[:120]:
+        pairable[int(vote.item[1:]), int(vote.value)] += 1
+    assert report["fleiss_kappa"] == pytest.approx(fleiss_kappa(pairable))
+    assert report["gwet_ac1"] == pytest.approx(gwet_ac1(pairable))
+    for name in ("fleiss_kappa", "gwet_ac1"):
+        low, high = report["ci"][name]
+        assert low <= report[name] <= high
+
+
+def test_fixed_tie_policy_settles_only_ties_that_include_its_label():
+    from formats.tidy import Vote
+    from metrics.aggregate import majority_labels, unit_table
+
+    votes = [Vote("a", "x", "q", "1"), Vote("a", "y", "q", "2"),  # tie 1-2: fixed:1 settles it
+             Vote("b", "x", "q", "2"), Vote("b", "y", "q", "3"),  # tie 2-3: fixed:1 has no say
+             Vote("c", "x", "q", "3"), Vote("c", "y", "q", "3")]  # fmt: skip
+    majority = majority_labels(unit_table(votes), "fixed:1")
+    assert majority.labels == ["1", None, "3"] and majority.n_ties == 2
+    assert majority_labels(unit_table(votes), "fixed:1.0").labels == ["1", None, "3"]  # numbers as numbers
+
+
+def test_lambda_star_upper_interval_is_open_when_refits_reach_the_grid_end(corpus):  # noqa: F811
+    """Ratings that follow turn-level matching (λ → ∞): most refits end at the grid's last λ."""
+    from formats import load_dialogues
+    from metrics.calibrate import FgaTerms, calibrate, parse_grid
+    from metrics.turnstats import extract
+
+    stats = extract(load_dialogues([corpus]))
+    terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
+    turn = terms.turn_match_rate()
+    result = calibrate(terms, Ratings(stats.dialogue_ids, np.arange(turn.size), turn, "mean", []),
+                       parse_grid("0:2:21"), resamples=100, folds=3)  # fmt: skip
+    assert result["ci_lambda"][1] is None and "grid end" in result["ci_lambda_open"]
+    assert f"{result['r_turn']:.3f}" in result["ci_lambda_open"] and result["ci_lambda_open"] in result["notes"]
+
+
+def test_complete_agreement_gets_a_degenerate_interval_with_a_note():
+    from formats.tidy import Vote
+    from metrics.agreement import agreement_report
+
+    votes = [Vote(f"i{k}", who, "q", str(k % 2)) for k in range(20) for who in ("a", "b", "c")]
+    report = agreement_report(votes, resamples=100)
+    assert report["percent_agreement"] == 1.0 and report["ci"]["percent_agreement"] == [1.0, 1.0]
+    assert "percent_agreement" in report["ci_degenerate"]
+    assert any("complete agreement" in n for n in report["notes"])

@@ -1,0 +1,121 @@
+"""How many dialogues a study needs to tell two metrics apart: the power of Williams' test.
+
+Williams' t for r_a = r(human, A) against r_b = r(human, B), with r_ab = r(A, B), on n dialogues
+(Williams 1959; Steiger 1980, eq. 7) is taken as non-central t with n − 3 degrees of freedom and
+non-centrality δ(n) = the statistic evaluated at the population correlations.  Power is
+P(|T| > t_{1−α/2}) under that law; the planner gives the smallest n with power ≥ the target.
+
+>>> round(williams_power(0.4, 0.3, 0.8, 100), 2)   # the issue's example: about 0.4
+0.39
+>>> dialogues_needed(0.4, 0.3, 0.8)
+269
+
+A study with k annotators per dialogue correlates metrics with the mean of k ratings, whose
+reliability is Spearman–Brown's R_k = k·ρ₁ / (1 + (k − 1)·ρ₁) for a single rating's reliability ρ₁
+(ICC(1,1)); the correlations scale with √R_k.  ``budget_plan`` spends a budget of judgements as
+k annotators × n = budget / k dialogues for each k and gives the power of each split.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+N_MAX = 1_000_000
+
+
+def _delta(r_a: float, r_b: float, r_ab: float, n: int) -> float:
+    k = 1 - r_a**2 - r_b**2 - r_ab**2 + 2 * r_a * r_b * r_ab
+    denominator = 2 * k * (n - 1) / (n - 3) + ((r_a + r_b) ** 2 / 4) * (1 - r_ab) ** 3
+    if denominator <= 0:
+        raise ValueError("the correlations are not a valid correlation matrix (or the metrics are identical)")
+    return (r_a - r_b) * math.sqrt((n - 1) * (1 + r_ab)) / math.sqrt(denominator)
+
+
+def check(r_a: float, r_b: float, r_ab: float) -> None:
+    for name, value in (("r_a", r_a), ("r_b", r_b), ("r_ab", r_ab)):
+        if not -1 < value < 1:
+            raise ValueError(f"{name} must lie strictly between -1 and 1, got {value}")
+    if 1 - r_a**2 - r_b**2 - r_ab**2 + 2 * r_a * r_b * r_ab <= 0:
+        raise ValueError("r_a, r_b and r_ab do not form a valid correlation matrix")
+
+
+def williams_power(r_a: float, r_b: float, r_ab: float, n: int, alpha: float = 0.05) -> float:
+    """Power of the two-sided Williams test at level ``alpha`` on n dialogues."""
+    from scipy.stats import nct
+    from scipy.stats import t as student_t
+
+    if n <= 4:
+        return 0.0
+    delta = _delta(r_a, r_b, r_ab, n)
+    critical = student_t.ppf(1 - alpha / 2, n - 3)
+    return float(nct.sf(critical, n - 3, delta) + nct.cdf(-critical, n - 3, delta))
+
+
+def dialogues_needed(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8) -> int | None:
+    """The smallest n with at least ``power`` (None: r_a = r_b, or beyond a million dialogues)."""
+    check(r_a, r_b, r_ab)
+    if r_a == r_b or williams_power(r_a, r_b, r_ab, N_MAX, alpha) < power:
+        return None
+    low, high = 4, 5
+    while williams_power(r_a, r_b, r_ab, high, alpha) < power:
+        low, high = high, high * 2
+    while high - low > 1:  # power grows with n: bisect
+        middle = (low + high) // 2
+        low, high = (middle, high) if williams_power(r_a, r_b, r_ab, middle, alpha) < power else (low, middle)
+    return high
+
+
+def power_curve(
+    r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, up_to: int | None = None, points: int = 20
+) -> list[dict]:
+    """Power at ``points`` sample sizes from 10 to ``up_to`` (default: twice the planned n, at least 50)."""
+    check(r_a, r_b, r_ab)
+    needed = dialogues_needed(r_a, r_b, r_ab, alpha) or 500
+    top = up_to or max(50, 2 * needed)
+    sizes = sorted({int(round(v)) for v in np.linspace(10, top, points)})
+    return [{"n": n, "power": williams_power(r_a, r_b, r_ab, n, alpha)} for n in sizes]
+
+
+def spearman_brown(single: float, k: float) -> float:
+    """Reliability of the mean of k ratings from the reliability of one."""
+    return k * single / (1 + (k - 1) * single)
+
+
+def budget_plan(r_a: float, r_b: float, r_ab: float, icc_single: float, k_pilot: float, budget: int, *,
+                max_k: int = 11, alpha: float = 0.05) -> dict:  # fmt: skip
+    """Spend ``budget`` judgements as k annotators × budget // k dialogues, k = 1..max_k.
+
+    ``r_a`` and ``r_b`` were measured against the mean of ``k_pilot`` ratings per dialogue; they are
+    rescaled to k ratings by √(R_k / R_k_pilot).  Returns each split's power and the best one.
+    """
+    if not 0 < icc_single < 1:
+        raise ValueError(f"the single-rating reliability (ICC(1,1)) must lie in (0, 1) for a budget plan, got {icc_single}")
+    options = []
+    base = spearman_brown(icc_single, k_pilot)
+    for k in range(1, max_k + 1):
+        scale = math.sqrt(spearman_brown(icc_single, k) / base)
+        a, b = max(-0.999, min(0.999, r_a * scale)), max(-0.999, min(0.999, r_b * scale))
+        n = budget // k
+        try:
+            check(a, b, r_ab)
+            value = williams_power(a, b, r_ab, n, alpha) if n > 4 else 0.0
+        except ValueError:
+            value = None
+        options.append({"k": k, "n_dialogues": n, "r_a": a, "r_b": b, "power": value})
+    best = max((o for o in options if o["power"] is not None), key=lambda o: o["power"], default=None)
+    return {"judgements": budget, "icc_single": icc_single, "k_pilot": k_pilot, "options": options, "best": best}
+
+
+def plan(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8) -> dict:
+    """The ``python -m metrics plan --json`` contract (without a pilot or budget)."""
+    check(r_a, r_b, r_ab)
+    needed = dialogues_needed(r_a, r_b, r_ab, alpha, power)
+    notes = [] if needed is not None else ["r_a = r_b, or the difference needs more than a million dialogues"]
+    return {
+        "r_a": r_a, "r_b": r_b, "r_ab": r_ab, "alpha": alpha, "power": power, "n_dialogues": needed,
+        "power_curve": power_curve(r_a, r_b, r_ab, alpha),
+        "method": "two-sided Williams test; power from the non-central t with n - 3 df (Steiger 1980)",
+        "notes": notes,
+    }  # fmt: skip
