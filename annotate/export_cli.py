@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--adjust", default=DEFAULTS.adjust, choices=("holm", "bh", "none"), help="p-value adjustment")
     parser.add_argument("--weights", default=DEFAULTS.weights, choices=("none", "linear", "quadratic"),
                         help="agreement weights for Cohen's kappa and Gwet's AC2")
+    parser.add_argument("--resample", default=DEFAULTS.resample, choices=("dialogues", "dialogues+annotators"),
+                        help="bootstrap unit for correlation and calibration")
     parser.add_argument("--list", action="store_true", help="list the formats")
     return parser
 
@@ -65,7 +67,7 @@ def run(args) -> int:
     grid = parse_grid(args.grid)
     lambdas, _ = parse_lambdas(args.lambdas)
     settings = AnalysisSettings(args.level, args.tie, args.rating, lambdas, (float(grid[0]), float(grid[-1]), int(grid.size)),
-                                args.bootstrap, args.folds, args.seed, args.adjust, args.weights)  # fmt: skip
+                                args.bootstrap, args.folds, args.seed, args.adjust, args.weights, args.resample)  # fmt: skip
     engine = make_engine(database_url(args.db))
     upgrade(engine)
     with read_session(engine) as session:  # the newest vote the export holds (read before the votes)

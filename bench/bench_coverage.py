@@ -11,7 +11,11 @@ A = t + N(0, 1) and B = t + N(0, 1.5²) (or both N(0, 1) for the level check); e
   dialogues, and by the interval the tool reports now (Fisher z with the bootstrap standard error over
   dialogues); Williams' false-positive rate at α = 0.05 on vote-level correlations with n = votes
   (before) and as reported now (dialogue means, n = dialogues), A and B equally good;
-- mean mode: coverage of the true ρ_A − ρ_B by Zou's (2007) interval (``diff_ci``).
+- mean mode: coverage of the true ρ_A − ρ_B by Zou's (2007) interval (``diff_ci``);
+- raters who differ (each annotator's own slope s ~ N(1, 0.8²), the same ``--raters`` annotators
+  rating every dialogue, y = s·t + N(0, 0.7²), metric t + N(0, 0.8²)): coverage of ρ at the mean slope by
+  the bootstrap over dialogues and by the two-way bootstrap over dialogues and annotators (percentile
+  and BCa).
 """
 
 from __future__ import annotations
@@ -42,12 +46,36 @@ def truth(noise: float, rating_variance: float) -> float:
     return 1 / math.sqrt((1 + noise**2) * rating_variance)
 
 
+def rater_coverage(args, rng) -> dict[str, int]:
+    """Hits of ρ (at the mean slope) by the dialogue and the two-way bootstraps when raters differ."""
+    from metrics.correlation import Ratings, correlation_report
+
+    k = args.raters
+    rho = 1 / math.sqrt((1 + 0.8**2) * (1 + 0.7**2 / k))
+    hits = {"raters_dialogue_bootstrap": 0, "raters_two_way_bootstrap": 0, "raters_two_way_bca": 0}
+    ids = [f"d{i}" for i in range(args.dialogues)]
+    for _ in range(args.replicates):
+        t = rng.normal(size=args.dialogues)
+        metric = t + rng.normal(scale=0.8, size=args.dialogues)
+        matrix = rng.normal(1.0, 0.8, size=k)[:, None] * t[None, :] + rng.normal(scale=0.7, size=(k, args.dialogues))
+        ratings = Ratings(ids, np.arange(args.dialogues), matrix.mean(axis=0), "mean", [], matrix)
+        seed = int(rng.integers(1 << 31))
+        one = correlation_report({"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none")["metrics"][0]
+        two = correlation_report({"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none",
+                                 resample="dialogues+annotators")["metrics"][0]  # fmt: skip
+        hits["raters_dialogue_bootstrap"] += one["bootstrap_ci"][0] <= rho <= one["bootstrap_ci"][1]
+        hits["raters_two_way_bootstrap"] += two["bootstrap_ci"][0] <= rho <= two["bootstrap_ci"][1]
+        hits["raters_two_way_bca"] += bool(two["bca_ci"]) and two["bca_ci"][0] <= rho <= two["bca_ci"][1]
+    return hits
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--dialogues", type=int, default=50)
     parser.add_argument("--votes", type=int, default=5)
     parser.add_argument("--resamples", type=int, default=200)
+    parser.add_argument("--raters", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -79,6 +107,8 @@ def main() -> None:
         xa, xb, y = equal["a"][pairs_equal.dialogue], equal["b"][pairs_equal.dialogue], pairs_equal.value
         r_a, r_b, r_ab = np.corrcoef(y, xa)[0, 1], np.corrcoef(y, xb)[0, 1], np.corrcoef(equal["a"], equal["b"])[0, 1]
         rejections["williams_pairs_n_votes"] += williams_test(r_a, r_b, r_ab, y.size)[1] < 0.05
+    rater_hits = rater_coverage(args, rng)
+    hits.update(rater_hits)
     result = {
         "replicates": args.replicates, "dialogues": args.dialogues, "votes_per_dialogue": args.votes,
         "coverage": {k: v / args.replicates for k, v in hits.items()},

@@ -39,7 +39,8 @@ def sections(data, analysis: dict, settings) -> list[Table]:
         ["λ grid", f"linspace {settings.grid[0]:g}..{settings.grid[1]:g}, {settings.grid[2]} points"],
         ["bootstrap resamples", str(settings.resamples)], ["cross-validation folds", str(settings.folds)],
         ["seed", str(settings.seed)], ["p-value adjustment (metric pairs)", settings.adjust],
-        ["agreement weights (Cohen's κ, AC2)", settings.weights], ["DST Judge", __version__],
+        ["agreement weights (Cohen's κ, AC2)", settings.weights], ["bootstrap over", settings.resample],
+        ["DST Judge", __version__],
     ]  # fmt: skip
     progress_rows = [
         ["items", str(progress["items"])], ["items complete", str(progress["items_complete"])],

@@ -14,7 +14,8 @@ Column contracts:
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
   pair, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007), t
   and p_value of Williams' test, p_adjusted and adjust (holm, bh or none) over all pairs, n_needed:
-  dialogues for 80% power to detect the observed difference)
+  dialogues for 80% power to detect the observed difference); a ``ceiling`` row (pearson = r_max with
+  its interval, note = the method); one ``note`` row per note
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
                      *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
 CORRELATION_COLUMNS = ("metric", "n", "pearson", "pearson_low", "pearson_high", "p_value", "bootstrap_low",
                        "bootstrap_high", "spearman", "kendall", "signature", "kind", "metric_b", "diff", "diff_low",
-                       "diff_high", "t", "p_adjusted", "adjust", "n_needed")  # fmt: skip
+                       "diff_high", "t", "p_adjusted", "adjust", "n_needed", "note")  # fmt: skip
 
 
 def csv_bytes(rows: Iterable[dict], columns: Sequence[str]) -> bytes:
@@ -111,6 +112,13 @@ def correlation_csv(correlation: dict) -> bytes:
                      "diff_low": diff_ci[0], "diff_high": diff_ci[1], "t": w.get("t"), "p_value": w.get("p_value"),
                      "p_adjusted": w.get(adjusted) if adjusted else None, "adjust": adjusted[2:] if adjusted else "none",
                      "n_needed": w.get("n_needed"), "signature": correlation["signature"]})  # fmt: skip
+    ceiling = correlation.get("human_ceiling") or {}
+    if ceiling.get("r_max") is not None or ceiling.get("note"):
+        ci = ceiling.get("ci") or (None, None)
+        rows.append({"kind": "ceiling", "metric": "human_ceiling", "n": correlation.get("n_dialogues"),
+                     "pearson": ceiling.get("r_max"), "pearson_low": ci[0], "pearson_high": ci[1],
+                     "note": ceiling.get("note") or ceiling.get("method"), "signature": correlation["signature"]})  # fmt: skip
+    rows += [{"kind": "note", "note": note, "signature": correlation["signature"]} for note in correlation.get("notes", [])]
     return csv_bytes(rows, CORRELATION_COLUMNS)
 
 

@@ -7,6 +7,7 @@
                                     [--weights none|linear|quadratic] [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
                                     [--adjust holm|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+    python -m metrics systems --ratings RATINGS.csv --system NAME=PATH --system NAME=PATH ... [--json]
     python -m metrics judge HUMAN.csv --judges JUDGES.csv [--question Q] [--bootstrap B] [--json]
     python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--budget N --icc R] [--json]
     python -m metrics plan --pilot RATINGS.csv [--metric-a fga_0.5 --metric-b jga] [--budget N] PREDICTIONS...
@@ -54,6 +55,8 @@ def _add_rating_options(parser) -> None:
     parser.add_argument("--rating", default="mean", choices=("mean", "majority", "pairs"), help="human rating per dialogue")
     parser.add_argument("--tie", default="none", help="majority tie policy: none, random, fixed:<label>")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over dialogues (0: none)")
+    parser.add_argument("--resample", default="dialogues", choices=("dialogues", "dialogues+annotators"),
+                        help="bootstrap unit: dialogues, or dialogues and annotators (two-way)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
 
@@ -80,6 +83,14 @@ def _add_analysis(subparsers) -> None:
     calibrate.add_argument("--grid", default="0:10:1001", help="START:STOP:NUM like numpy.linspace (default 0:10:1001)")
     calibrate.add_argument("--folds", type=int, default=5, help="k for k-fold cross-validation")
     calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
+    systems = subparsers.add_parser("systems", help="system-level correlation: each system's mean metric vs mean rating")
+    systems.add_argument("--ratings", required=True, help="votes CSV whose condition column names the system")
+    systems.add_argument("--system", action="append", required=True, metavar="NAME=PATH",
+                         help="a system's predictions (repeat for each system; NAME as in the condition column)")
+    systems.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
+    systems.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values")
+    systems.add_argument("--format", dest="fmt", help="input format of the predictions")
+    systems.add_argument("--json", action="store_true")
     judge = subparsers.add_parser("judge", help="automatic judges against the human majority per item")
     judge.add_argument("human", metavar="HUMAN.csv", help="the human votes (tidy CSV)")
     judge.add_argument("--judges", required=True, metavar="JUDGES.csv", help="the judges' labels (annotator = judge)")
@@ -191,7 +202,7 @@ def run_correlate(args) -> int:
     dialogues, votes = _load_for_rating(args)
     result = correlate_study(
         dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed,
-        adjust=args.adjust,
+        adjust=args.adjust, resample=args.resample,
     )
     if args.json:
         print(json.dumps(result, indent=1))
@@ -212,7 +223,7 @@ def run_calibrate(args) -> int:
     dialogues, votes = _load_for_rating(args)
     result = calibrate_study(
         dialogues, votes, settings, grid, rating=args.rating, tie=args.tie,
-        resamples=args.bootstrap, folds=args.folds, seed=args.seed,
+        resamples=args.bootstrap, folds=args.folds, seed=args.seed, resample=args.resample,
     )  # fmt: skip
     if args.plot:
         from exports.charts import r_lambda_chart, save_chart
@@ -250,6 +261,31 @@ def _pilot(args) -> dict:
             "r_a": rows[args.metric_a]["pearson"], "r_b": rows[args.metric_b]["pearson"],
             "r_ab": float(np.corrcoef(pairs.T)[0, 1]), "icc_single": result["human_ceiling"].get("reliability_single"),
             "k": len(votes) / max(1, result["n_dialogues"])}  # fmt: skip
+
+
+def run_systems(args) -> int:
+    from formats import load_dialogues
+    from formats.tidy import read_votes
+    from metrics.analysis import analysis_signature, select_votes, system_level
+    from metrics.corpus import ScoreSettings, parse_lambdas
+
+    groups = {}
+    for spec in args.system:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            raise ValueError(f"--system {spec!r}: give NAME=PATH")
+        groups[name] = load_dialogues([path], args.fmt)
+    votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question)
+    lambdas, labels = parse_lambdas(args.lambdas)
+    settings = ScoreSettings(lambdas, labels)
+    result = {"signature": analysis_signature(settings, unit="system"), **system_level(groups, votes, settings)}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    print(present.system_table(result).to_text())
+    return 0
 
 
 def run_judge(args) -> int:
@@ -301,8 +337,10 @@ def run_plan(args) -> int:
     return 0
 
 
-COMMANDS = {"judge": run_judge, "plan": run_plan, "score": run_score, "agreement": run_agreement, "correlate": run_correlate,
-            "calibrate": run_calibrate}  # fmt: skip
+COMMANDS = {
+    "systems": run_systems, "judge": run_judge, "plan": run_plan, "score": run_score, "agreement": run_agreement,
+    "correlate": run_correlate, "calibrate": run_calibrate,
+}  # fmt: skip  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,7 +99,7 @@ def per_dialogue_metrics(dialogues: Sequence[Dialogue], settings: ScoreSettings)
 
 def correlate_study(
     dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, *, rating: str = "mean",
-    tie: str = "none", resamples: int = 1000, seed: int = 0, adjust: str = "holm",
+    tie: str = "none", resamples: int = 1000, seed: int = 0, adjust: str = "holm", resample: str = "dialogues",
 ) -> dict:  # fmt: skip
     """The ``python -m metrics correlate --json`` contract."""
     ids, values = per_dialogue_metrics(dialogues, settings)
@@ -107,10 +107,10 @@ def correlate_study(
     position = {d: i for i, d in enumerate(ids)}
     rows = np.array([position[d] for d in ratings.dialogue_ids])
     report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed,
-                                adjust=adjust)  # fmt: skip
+                                adjust=adjust, resample=resample)  # fmt: skip
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
-    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed,
-                                   ci="fisher95+percentile95", diff="zou2007", adjust=adjust)  # fmt: skip
+    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed, resample=resample,
+                                   ci="fisher95+percentile95+bca95", diff="zou2007", adjust=adjust)  # fmt: skip
     return {
         "signature": signature,
         "n_dialogues": ratings.n_dialogues,
@@ -133,13 +133,15 @@ def correlate_study(
 def calibrate_study(
     dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, grid: np.ndarray, *,
     rating: str = "mean", tie: str = "none", resamples: int = 1000, folds: int = 5, seed: int = 0,
+    resample: str = "dialogues",
 ) -> dict:  # fmt: skip
     """The ``python -m metrics calibrate --json`` contract."""
     stats = extract(dialogues, normalise=settings.normalise)
     ratings = ratings_for(votes, stats.dialogue_ids, rating, tie)
     terms = FgaTerms.from_statistics(stats, ratings.dialogue_ids)
-    result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed)
-    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, fit="grid+brent")
+    result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed, resample=resample)
+    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, resample=resample,
+                                   fit="grid+brent")  # fmt: skip
     return {"signature": signature, **result}
 
 
@@ -161,11 +163,12 @@ class AnalysisSettings:
     seed: int = 0
     adjust: str = "holm"  # p-value adjustment over the metric pairs: holm, bh, none
     weights: str = "none"  # agreement weights for pairwise Cohen κ and Gwet's AC2: none, linear, quadratic
+    resample: str = "dialogues"  # bootstrap unit for correlation and calibration: dialogues, dialogues+annotators
 
     def to_dict(self) -> dict:
         return {"level": self.level, "tie": self.tie, "rating": self.rating, "lambdas": list(self.lambdas),
                 "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed,
-                "adjust": self.adjust, "weights": self.weights}  # fmt: skip
+                "adjust": self.adjust, "weights": self.weights, "resample": self.resample}  # fmt: skip
 
     @classmethod
     def from_dict(cls, values: dict | None) -> AnalysisSettings:
@@ -175,7 +178,7 @@ class AnalysisSettings:
         (0.0, 5.0, 11)
         """
         values = dict(values or {})
-        keys = ("level", "tie", "rating", "resamples", "folds", "seed", "adjust", "weights")
+        keys = ("level", "tie", "rating", "resamples", "folds", "seed", "adjust", "weights", "resample")
         chosen = {k: values[k] for k in keys if k in values}
         if "lambdas" in values:
             chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
@@ -308,14 +311,14 @@ def metrics_summary(
         scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
         result["correlation"] = correlate_study(
             dialogues[chosen], rated, scoring, rating=settings.rating, tie=settings.tie, resamples=settings.resamples,
-            seed=settings.seed, adjust=settings.adjust,
+            seed=settings.seed, adjust=settings.adjust, resample=settings.resample,
         )  # fmt: skip
         report(0.7, "λ calibration")
         grid = np.linspace(*settings.grid)
         grid_scoring = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid))
         result["calibration"] = calibrate_study(
             dialogues[chosen], rated, grid_scoring, grid, rating=settings.rating, tie=settings.tie,
-            resamples=settings.resamples, folds=settings.folds, seed=settings.seed,
+            resamples=settings.resamples, folds=settings.folds, seed=settings.seed, resample=settings.resample,
         )  # fmt: skip
     except ValueError as why:
         result["correlation_note"] = str(why)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from metrics.correlation import Ratings, bootstrap_weights, percentile_ci, weighted_pearson
+from metrics.correlation import Ratings, percentile_ci, resample_sums, weighted_pearson
 from metrics.scores import _distance_counts, _per_dialogue_sum, fga_from_counts, lambda_from_forgetting
 from metrics.turnstats import TurnStatistics
 
@@ -118,8 +118,10 @@ def calibrate(
     seed: int = 0,
     confidence: float = 0.95,
     forget_fraction: float = 0.95,
+    resample: str = "dialogues",
 ) -> dict:
-    """The calibration result (see :mod:`metrics.__main__` for the JSON contract)."""
+    """The calibration result (see :mod:`metrics.__main__` for the JSON contract).  The bootstrap
+    resamples dialogues, or dialogues and annotators (``resample``: ``metrics.correlation.resample_sums``)."""
     if ratings.value.size < 3 or np.ptp(ratings.value) == 0:
         raise ValueError("the ratings need at least 3 observations that are not all the same")
     n, sy, syy = _rating_sums(ratings)
@@ -144,14 +146,20 @@ def calibrate(
         "forgetting": {"p": forget_fraction, "turns_to_forget": _turns_to_forget(best_lambda, forget_fraction)},
     }
     band_low = band_high = np.full(grid.size, np.nan)
-    result.update(ci_lambda=None, ci_r=None, at_bound=None, bootstrap={"resamples": resamples, "seed": seed})
+    result.update(ci_lambda=None, ci_r=None, at_bound=None,
+                  bootstrap={"resamples": resamples, "seed": seed, "resample": resample})  # fmt: skip
     if resamples <= 0:
         notes.append("--bootstrap 0: no confidence interval was computed for λ* or r (ci_lambda and ci_r are null)")
     if resamples > 0:
         rng = np.random.default_rng(seed)
-        weights = bootstrap_weights(ratings.n_dialogues, resamples, rng).astype(float)
-        curves = weighted_pearson(fga_grid, n, sy, syy, weights)  # B × Λ
-        refits = np.array([fit.refine(curves[b], weights[b]) for b in range(resamples)])
+        weights, n_b, sy_b, syy_b = resample_sums(ratings, resamples, rng, resample)
+        weights = weights.astype(float)
+        curves = weighted_pearson(fga_grid, n_b, sy_b, syy_b, weights)  # B × Λ
+        if n_b.ndim == 1:
+            refits = np.array([fit.refine(curves[b], weights[b]) for b in range(resamples)])
+        else:  # each resample has its own annotators, so its own rating sums
+            refits = np.array([_Fit(terms, n_b[b], sy_b[b], syy_b[b], grid).refine(curves[b], weights[b])
+                               for b in range(resamples)])  # fmt: skip
         valid = np.isfinite(refits[:, 0])
         if valid.sum() < resamples:
             notes.append(f"{resamples - int(valid.sum())} bootstrap resample(s) had constant ratings or FGA, left out")

@@ -50,6 +50,7 @@ class Ratings:
     value: np.ndarray
     mode: str
     notes: list[str]
+    matrix: np.ndarray | None = None  # annotators × dialogues of the votes (NaN: none), for rater resampling
 
     @property
     def n_dialogues(self) -> int:
@@ -109,12 +110,13 @@ def ratings_for(votes: Sequence[Vote], dialogue_ids: Sequence[str], mode: str = 
     if len(rated) < len(dialogue_ids):
         notes.append(f"{len(dialogue_ids) - len(rated)} dialogue(s) have no rating and are left out")
     observation = np.array([keep[index[v.item]] for v in known])
+    matrix = _rating_matrix(known, ids)[1]
     if mode == "pairs":
-        return Ratings(ids, observation, values, mode, notes)
+        return Ratings(ids, observation, values, mode, notes, matrix)
     if mode == "mean":
         n = np.bincount(observation, minlength=len(ids))
         means = np.bincount(observation, weights=values, minlength=len(ids)) / n
-        return Ratings(ids, np.arange(len(ids)), means, mode, notes)
+        return Ratings(ids, np.arange(len(ids)), means, mode, notes, matrix)
     table = unit_table(known)
     majority = majority_from_counts(table.counts, table.categories, tie)
     by_item = {unit[0]: label for unit, label in zip(table.units, majority.labels)}
@@ -131,19 +133,20 @@ def weighted_pearson(
 ) -> np.ndarray:
     """Pearson r of per-dialogue metric values ``x`` (D or D×K) against ratings given as
     per-dialogue sums, for each row of dialogue ``weights`` (B×D; None: every dialogue once).
+    ``n``, ``sy``, ``syy`` are D, or B×D when each resample has its own (raters resampled too).
 
     Returns B×K (or K, or a scalar, following the inputs); NaN where a variance is 0.
     """
-    single = weights is None
-    w = np.ones((1, n.size)) if single else weights
+    single = weights is None and n.ndim == 1
+    w = np.ones((1, n.shape[-1])) if weights is None else weights
     x2 = x if x.ndim == 2 else x[:, None]
     wn = w * n
     total = wn.sum(axis=1)[:, None]
     sx = wn @ x2
     sxx = wn @ x2**2
     sxy = (w * sy) @ x2
-    s_y = (w @ sy)[:, None]
-    s_yy = (w @ syy)[:, None]
+    s_y = (w * sy).sum(axis=1)[:, None]
+    s_yy = (w * syy).sum(axis=1)[:, None]
     cov = total * sxy - sx * s_y
     var_x = total * sxx - sx**2
     var_y = total * s_yy - s_y**2
@@ -154,6 +157,85 @@ def weighted_pearson(
     if x.ndim == 1:
         r = r[:, 0]
     return r[0] if single else r
+
+
+RESAMPLING = ("dialogues", "dialogues+annotators")
+
+
+def resample_sums(ratings: Ratings, resamples: int, rng: np.random.Generator, resample: str = "dialogues"):
+    """Bootstrap resamples as (dialogue weights B×D, n, sy, syy), the rating sums being D (dialogues only)
+    or B×D (``dialogues+annotators``: a two-way bootstrap that also draws the annotators with
+    replacement, so that a study whose same few annotators rate every dialogue shows the uncertainty
+    of having chosen them; a dialogue none of the drawn annotators rated drops out of that resample)."""
+    if resample not in RESAMPLING:
+        raise ValueError(f"--resample must be one of {', '.join(RESAMPLING)}, got {resample!r}")
+    weights = bootstrap_weights(ratings.n_dialogues, resamples, rng)
+    n, sy, syy = ratings.sufficient()
+    if resample == "dialogues":
+        return weights, n, sy, syy
+    if ratings.mode == "majority" or ratings.matrix is None:
+        raise ValueError("--resample dialogues+annotators needs --rating mean or pairs (a majority is not re-drawn)")
+    rated = np.isfinite(ratings.matrix).astype(float)
+    values = np.nan_to_num(ratings.matrix)
+    annotators = bootstrap_weights(rated.shape[0], resamples, rng).astype(float)  # B × A
+    count, total, squares = annotators @ rated, annotators @ values, annotators @ values**2
+    if ratings.mode == "pairs":
+        return weights, count, total, squares
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(count > 0, total / np.where(count > 0, count, 1), 0.0)
+    present = (count > 0).astype(float)
+    return weights, present, mean * present, mean**2 * present
+
+
+def bca_interval(estimate: float, boot: np.ndarray, jackknife: np.ndarray, confidence: float = 0.95) -> list[float] | None:
+    """Efron's bias-corrected and accelerated interval from bootstrap values and leave-one-out values."""
+    from scipy.stats import norm
+
+    boot, jackknife = boot[np.isfinite(boot)], jackknife[np.isfinite(jackknife)]
+    if boot.size < 10 or jackknife.size < 3:
+        return None
+    share = np.mean(boot < estimate) + 0.5 * np.mean(boot == estimate)
+    if share <= 0 or share >= 1:
+        return None
+    z0 = norm.ppf(share)
+    spread = jackknife.mean() - jackknife
+    denominator = 6 * (spread**2).sum() ** 1.5
+    acceleration = float((spread**3).sum() / denominator) if denominator > 0 else 0.0
+    tails = []
+    for alpha in ((1 - confidence) / 2, (1 + confidence) / 2):
+        z = z0 + norm.ppf(alpha)
+        tails.append(100 * norm.cdf(z0 + z / (1 - acceleration * z)))
+    low, high = np.percentile(boot, tails)
+    return [float(low), float(high)]
+
+
+def jackknife_pearson(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, chunk: int = 512) -> np.ndarray:
+    """r with each dialogue left out in turn (D values), in chunks so that memory stays D × chunk."""
+    d = n.size
+    out = np.empty(d)
+    for start in range(0, d, chunk):
+        rows = np.arange(start, min(d, start + chunk))
+        weights = np.ones((rows.size, d))
+        weights[np.arange(rows.size), rows] = 0.0
+        out[rows] = weighted_pearson(x, n, sy, syy, weights)
+    return out
+
+
+def rank_cis(spearman: float | None, kendall: float | None, n: int, confidence: float = 0.95) -> tuple:
+    """Fisher-z intervals for Spearman's ρ (Bonett & Wright 2000: var = (1 + ρ²/2) / (n − 3)) and
+    Kendall's τ (Fieller, Hartley & Pearson 1957: var = 0.437 / (n − 4)) on n units."""
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + confidence / 2)
+
+    def interval(r, variance):
+        if r is None or abs(r) >= 1 or variance is None:
+            return None
+        centre, half = math.atanh(r), z * math.sqrt(variance)
+        return [math.tanh(centre - half), math.tanh(centre + half)]
+
+    return (interval(spearman, (1 + (spearman or 0) ** 2 / 2) / (n - 3) if n > 3 else None),
+            interval(kendall, 0.437 / (n - 4) if n > 4 else None))  # fmt: skip
 
 
 def bootstrap_weights(n_dialogues: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -277,9 +359,12 @@ def correlation_report(
     resamples: int = 1000,
     seed: int = 0,
     adjust: str = "holm",
+    resample: str = "dialogues",
 ) -> dict:
     """Every metric against the ratings, Williams' test with Zou's interval for every pair, p-values
-    adjusted over all pairs (``adjust``: holm, bh or none), notes.
+    adjusted over all pairs (``adjust``: holm, bh or none), notes.  The bootstrap resamples dialogues,
+    or dialogues and annotators (``resample``, see :func:`resample_sums`); ``bca_ci`` is Efron's BCa
+    interval for r (jackknife over dialogues), ``spearman_ci`` / ``kendall_ci`` Fisher-z intervals.
 
     ``metric_values[name]`` is per dialogue in ``ratings.dialogue_ids`` order; NaN values
     (AGA of a dialogue without non-empty gold) drop those observations for that metric.  ``n`` is
@@ -287,8 +372,10 @@ def correlation_report(
     """
     adjust_p([], adjust)  # an unknown method is refused before any work
     rng = np.random.default_rng(seed)
-    weights = bootstrap_weights(ratings.n_dialogues, resamples, rng) if resamples > 0 else None
     n, sy, syy = ratings.sufficient()
+    weights = None
+    if resamples > 0:
+        weights, n_b, sy_b, syy_b = resample_sums(ratings, resamples, rng, resample)
     y = ratings.value
     pairs = ratings.mode == "pairs"
     rows, observed = [], {}
@@ -297,12 +384,17 @@ def correlation_report(
         x_obs = per_dialogue[ratings.dialogue]
         keep = valid[ratings.dialogue]
         boot = None
+        masked = np.where(valid, per_dialogue, 0.0)
         if weights is not None:
-            masked = np.where(valid, per_dialogue, 0.0)
-            boot = weighted_pearson(masked, n * valid, sy * valid, syy * valid, weights)
+            boot = weighted_pearson(masked, n_b * valid, sy_b * valid, syy_b * valid, weights)
         units = int(np.unique(ratings.dialogue[keep]).size)
         row = {"metric": name, "n": units, **({"n_votes": int(keep.sum())} if pairs else {}),
                **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None)}  # fmt: skip
+        row["spearman_ci"], row["kendall_ci"] = rank_cis(row["spearman"], row["kendall"], units)
+        row["bca_ci"] = None
+        if boot is not None and row["pearson"] is not None:
+            jackknife = jackknife_pearson(masked, n * valid, sy * valid, syy * valid)[valid & (n > 0)]
+            row["bca_ci"] = bca_interval(float(weighted_pearson(masked, n * valid, sy * valid, syy * valid)), boot, jackknife)
         if keep.sum() < keep.size:
             row["note"] = f"{int((~valid).sum())} dialogue(s) without a value left out"
         rows.append(row)
@@ -341,6 +433,9 @@ def correlation_report(
         for entry, value in zip(tested, adjusted):
             entry[f"p_{adjust}"] = value
     notes = []
+    if resamples > 0 and resample != "dialogues":
+        notes.append("bootstrap over dialogues and annotators (two-way): the intervals include the uncertainty of which "
+                     "annotators were asked; BCa's acceleration comes from a jackknife over dialogues")  # fmt: skip
     if resamples <= 0:
         notes.append("--bootstrap 0: no bootstrap interval was computed (bootstrap_ci and the ceiling's ci are null)")
     if pairs:

@@ -42,8 +42,10 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         schemes = ("none", "linear", "quadratic")
         weights = left.selectbox("Agreement weights (Cohen's κ, AC2)", schemes, index=schemes.index(stored.weights),
                                  key=f"{key}-weights")  # fmt: skip
+        units = ("dialogues", "dialogues+annotators")
+        resample = middle.selectbox("Bootstrap over", units, index=units.index(stored.resample), key=f"{key}-resample")
         chosen = AnalysisSettings(level, tie, rating, stored.lambdas, (stored.grid[0], float(grid_stop), int(grid_num)),
-                                  int(resamples), int(folds), int(seed), adjust, weights)  # fmt: skip
+                                  int(resamples), int(folds), int(seed), adjust, weights, resample)  # fmt: skip
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
     return chosen
@@ -83,17 +85,20 @@ def render() -> None:
     _majority_section(result["majority"], settings.tie, study, user)
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
-    _judges_section(study, user, settings.seed)
+    _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"])
 
 
-def _judges_section(study, user, seed: int) -> None:
+def _judges_section(study, user, seed: int, questions: list[str]) -> None:
     """Automatic judges (an LLM, a classifier) against the human majority: their labels are uploaded,
     compared, and never stored as votes."""
     with st.expander("Automatic judges against the human majority"):
         st.caption("A tidy CSV of the judges' labels: item, annotator (the judge's name), question, value[, condition].")
-        upload = st.file_uploader("Judges' labels", type=["csv"], key=f"judges-{study.id}")
+        left, right = st.columns([1, 2])
+        question = left.selectbox("Question", questions, key=f"judges-question-{study.id}") if questions else None
+        upload = right.file_uploader("Judges' labels", type=["csv"], key=f"judges-{study.id}")
         if upload is not None:
-            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), seed=seed))
+            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), question,
+                                               seed=seed))  # fmt: skip
             if isinstance(report, dict):
                 show_table(present.judge_table(report), subheader=False)
 

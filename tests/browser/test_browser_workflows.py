@@ -59,6 +59,17 @@ def pick(page, label: str, option: str, nth: int = 0) -> None:
     after_run(page, choice.click)
 
 
+def admin_analysis(chromium, server, study: str):
+    """A new page: the admin logged in, on Analysis, with ``study`` chosen."""
+    page = new_page(chromium, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    page.get_by_role("link", name="Analysis").click()
+    page.get_by_role("heading", name="Analysis").wait_for()
+    wait_idle(page)
+    pick(page, "Study", study)
+    return page
+
+
 def open_study_settings(page, study: str, tab: str) -> None:
     page.get_by_role("link", name="Studies").click()
     page.get_by_role("heading", name="Studies").wait_for()
@@ -128,6 +139,30 @@ def test_a_crowd_worker_runs_from_the_join_link_to_the_completion_code(browser, 
     }
 
 
+def test_an_automatic_judge_is_compared_with_the_human_majority(browser, server, tmp_path):  # noqa: F811
+    """Issue 15, item 7: the admin uploads a judge's labels on the Analysis page and sees its table."""
+    with read_session(server.engine) as session:
+        study = session.scalar(select(Study).where(Study.name == DEMO_STUDIES[0]))
+    people = [store_log_in(server.engine, f"ann{i}", f"demo-ann{i}-pw")[0] for i in (1, 2, 3)]
+    judged = {}
+    for person in people:
+        for _ in range(3):
+            item = service.next_item(server.engine, person, study.id)
+            service.submit(server.engine, person, item.id, {"satisfied": "1"})
+            judged[item.key] = "1"
+    labels = tmp_path / "judge.csv"
+    labels.write_text("item,annotator,question,value\n" + "".join(f"{k},llm-judge,satisfied,1\n" for k in judged))
+    page = admin_analysis(browser, server, DEMO_STUDIES[0])
+    page.get_by_text("Automatic judges against the human majority").click()
+    after_run(page, lambda: page.locator("input[type=file]").last.set_input_files(str(labels)))
+    page.get_by_text("Automatic judges against the human majority").scroll_into_view_if_needed()
+    page.get_by_text("items with a human majority").wait_for()
+    screenshot(page, "59-judges")
+    with read_session(server.engine) as session:
+        judges = session.scalar(select(Annotator.id).where(Annotator.name == "llm-judge"))
+    assert judges is None  # compared, never stored as an annotator or votes
+
+
 def test_an_adjudicated_label_reaches_the_majority_export(browser, server):  # noqa: F811
     engine = server.engine
     with read_session(engine) as session:
@@ -139,12 +174,7 @@ def test_an_adjudicated_label_reaches_the_majority_export(browser, server):  # n
         from annotate.votes import cast_votes
 
         cast_votes(session, people[1], item.id, {"human_like": "0", "correct": "0"}, comment="robotic")
-    page = new_page(browser, server.url)
-    log_in(page, "admin", "demo-admin-pw", landing="Progress")
-    page.get_by_role("link", name="Analysis").click()
-    page.get_by_role("heading", name="Analysis").wait_for()
-    wait_idle(page)
-    pick(page, "Study", DEMO_STUDIES[1])
+    page = admin_analysis(browser, server, DEMO_STUDIES[1])
     after_run(page, lambda: page.get_by_text("Only split items").click())
     page.get_by_text("Drill down into an item and adjudicate").click()
     page.get_by_role("button", name="Record the adjudicated label").wait_for()

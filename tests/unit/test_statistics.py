@@ -377,3 +377,117 @@ def test_complete_agreement_gets_a_degenerate_interval_with_a_note():
     assert report["percent_agreement"] == 1.0 and report["ci"]["percent_agreement"] == [1.0, 1.0]
     assert "percent_agreement" in report["ci_degenerate"]
     assert any("complete agreement" in n for n in report["notes"])
+
+
+# --- item 4: rater-aware uncertainty --------------------------------------------------------------
+
+
+def rater_study(n_dialogues=60, n_annotators=4, seed=12):
+    """The same few annotators rate every dialogue, each with a slope of their own (how much quality
+    moves them): which annotators were asked matters, so a two-way bootstrap should be wider."""
+    from formats.tidy import Vote
+
+    rng = np.random.default_rng(seed)
+    t = rng.normal(size=n_dialogues)
+    metric = t + rng.normal(scale=0.8, size=n_dialogues)
+    slopes = rng.normal(1.0, 0.8, size=n_annotators)
+    votes = [Vote(f"d{i}", f"a{a}", "rating", repr(float(slopes[a] * t[i] + rng.normal(scale=0.7))))
+             for i in range(n_dialogues) for a in range(n_annotators)]  # fmt: skip
+    return votes, {"m": metric}, [f"d{i}" for i in range(n_dialogues)]
+
+
+@pytest.mark.parametrize("mode", ["mean", "pairs"])
+def test_two_way_bootstrap_is_wider_when_annotators_differ(mode):
+    from metrics.correlation import correlation_report, ratings_for
+
+    votes, metrics, ids = rater_study()
+    ratings = ratings_for(votes, ids, mode)
+    one = correlation_report(metrics, ratings, resamples=400, seed=1)["metrics"][0]
+    two = correlation_report(metrics, ratings, resamples=400, seed=1, resample="dialogues+annotators")
+    row = two["metrics"][0]
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    assert width(row["bootstrap_ci"]) > 1.2 * width(one["bootstrap_ci"])
+    assert row["bca_ci"][0] < row["pearson"] < row["bca_ci"][1] or mode == "pairs"
+    assert any("two-way" in n for n in two["notes"])
+    for key in ("spearman_ci", "kendall_ci"):
+        low, high = row[key]
+        assert low < row[key.split("_")[0]] < high
+
+
+def test_bca_is_the_percentile_interval_when_there_is_no_bias_or_skew():
+    from metrics.correlation import bca_interval
+
+    boot = np.linspace(-1, 1, 2001)
+    jackknife = np.linspace(-0.01, 0.01, 50)  # symmetric: acceleration 0
+    assert np.allclose(bca_interval(0.0, boot, jackknife), np.percentile(boot, [2.5, 97.5]))
+    shifted = bca_interval(0.2, boot, jackknife)  # the estimate sits above the bootstrap median: moved up
+    assert shifted[0] > np.percentile(boot, 2.5) and shifted[1] > np.percentile(boot, 97.5)
+
+
+def test_resample_options_on_the_cli(ratings_csv, corpus):  # noqa: F811
+    two = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5", "--bootstrap", "100",
+                         "--resample", "dialogues+annotators", "--json", str(corpus)).stdout)  # fmt: skip
+    assert "resample:dialogues+annotators" in two["signature"]
+    assert all({"bca_ci", "spearman_ci", "kendall_ci"} <= set(m) for m in two["metrics"])
+    calibrated = json.loads(run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:26", "--bootstrap", "50",
+                                "--folds", "3", "--resample", "dialogues+annotators", "--json", str(corpus)).stdout)  # fmt: skip
+    assert calibrated["bootstrap"]["resample"] == "dialogues+annotators" and calibrated["ci_r"] is not None
+    refused = run("correlate", "--ratings", str(ratings_csv), "--rating", "majority", "--resample",
+                  "dialogues+annotators", str(corpus))  # fmt: skip
+    assert refused.returncode == 2 and "mean or pairs" in refused.stderr
+
+
+def test_a_simulated_study_with_known_truth_is_recovered_within_its_intervals():
+    """300 dialogues, 3 votes each; every stated interval holds its true value (one study, a fixed seed:
+    the coverage over many studies is bench/bench_coverage.py's job)."""
+    from bench.bench_coverage import study, truth
+    from formats.tidy import Vote
+    from metrics.correlation import correlation_report, human_ceiling
+
+    rng = np.random.default_rng(22)  # one fixed study (a 95% interval misses 1 study in 20: seed 21 is one)
+    metrics, pairs, mean = study(rng, 300, 3, 1.5)
+    rho_a, rho_b = truth(1.0, 1 + 1 / 3), truth(1.5, 1 + 1 / 3)
+    report = correlation_report(metrics, mean, resamples=500, seed=3)
+    a, b = report["metrics"]
+    assert a["pearson_ci"][0] <= rho_a <= a["pearson_ci"][1] and b["bca_ci"][0] <= rho_b <= b["bca_ci"][1]
+    (w,) = report["williams"]
+    assert w["diff_ci"][0] <= rho_a - rho_b <= w["diff_ci"][1]
+    pairs_report = correlation_report(metrics, pairs, resamples=500, seed=3)["metrics"][0]
+    assert pairs_report["pearson_ci"][0] <= truth(1.0, 2.0) <= pairs_report["pearson_ci"][1]
+    votes = [Vote(f"d{d}", f"v{i % 3}", "rating", repr(float(y))) for i, (d, y) in enumerate(zip(pairs.dialogue, pairs.value))]
+    ceiling = human_ceiling(votes, pairs.dialogue_ids, resamples=300, seed=4)
+    assert ceiling["ci"][0] <= math.sqrt(1 / (1 + 1 / 3)) <= ceiling["ci"][1]  # reliability of the mean of 3: 0.75
+
+
+def test_systems_cli(fixtures, tmp_path):
+    """Three systems: the shared FGA predictions, and copies with ever more predicted slots dropped."""
+    import csv as csv_module
+
+    from formats import load_dialogues
+    from formats.fga_text import dialogue_text, file_name
+
+    base = load_dialogues([fixtures / "fga_human_eval"])
+    rng = np.random.default_rng(6)
+    ratings = tmp_path / "ratings.csv"
+    specs = []
+    with ratings.open("w", newline="") as handle:
+        writer = csv_module.writer(handle)
+        writer.writerow(["item", "condition", "annotator", "question", "value"])
+        for s, drop in enumerate((0.0, 0.4, 0.8)):
+            folder = tmp_path / f"sys{s}"
+            folder.mkdir()
+            for d in base:
+                turns = [t.__class__(**{**t.__dict__, "pred": frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)})
+                         for t in d.turns]  # fmt: skip
+                copy = d.__class__(**{**d.__dict__, "turns": turns})
+                (folder / file_name(d.id)).write_text(dialogue_text(copy), encoding="utf-8")
+                jga = np.mean([t.pred == t.gold for t in turns])
+                for a in range(3):
+                    writer.writerow([d.id, f"sys{s}", f"a{a}", "satisfied", int(rng.random() < jga)])
+            specs += ["--system", f"sys{s}={folder}"]
+    result = run("systems", "--ratings", str(ratings), *specs, "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["n_systems"] == 3 and "3 systems" in data["note"]
+    jga = next(m for m in data["metrics"] if m["metric"] == "jga")
+    assert jga["n"] == 3 and jga["pearson"] > 0.8 and jga["pearson_ci"] is None  # no Fisher CI on 3 units
