@@ -279,14 +279,15 @@ def bootstrap_cis(
     table: UnitTable, level: str, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
     weights: np.ndarray | None = None,
 ) -> tuple[dict[str, list[float] | None], list[str]]:
-    """Percentile CIs over items (units with ≥ 2 votes resampled with replacement: the same items as the
-    point estimates)."""
-    counts = table.counts[table.votes_per_unit >= 2]
+    """Percentile CIs over items: every item with a vote is resampled with replacement, the same items the
+    point estimates use (single-vote items count for the answers' prevalence in Fleiss' κ and AC1/AC2, as in
+    irrCAC; agreement itself needs two votes)."""
+    counts = table.counts[table.votes_per_unit >= 1]
     notes: list[str] = []
     names = POINT_COEFFICIENTS + (("gwet_ac2",) if weights is not None else ())
     if resamples <= 0:
         return {name: None for name in names}, []
-    if counts.shape[0] < 2:
+    if int((table.votes_per_unit >= 2).sum()) < 2:
         return {name: None for name in names}, ["bootstrap: needs at least two items with two votes"]
     rng = np.random.default_rng(seed)
     draws = {name: [] for name in names}
@@ -319,7 +320,7 @@ def agreement_report(
 ) -> dict:
     """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question).
 
-    Point estimates and their bootstrap use the same items: those with two or more votes.  ``level``
+    Point estimates and their bootstrap use the same items: every item with a vote.  ``level``
     governs Krippendorff's α only; ``weights`` (none, linear, quadratic) the pairwise Cohen κ and Gwet's
     AC2; ``labels`` says what each coefficient used."""
     if level not in LEVELS:
@@ -336,7 +337,7 @@ def agreement_report(
     if len(table.annotators) < 2:
         notes.append("only one annotator: agreement is not defined")
     values = table.numeric_values
-    pairable = table.counts[table.votes_per_unit >= 2]  # the items every coefficient and its bootstrap use
+    rated = table.counts[table.votes_per_unit >= 1]  # the items every coefficient and its bootstrap use
     result = {
         "n_items": len(table.units),
         "n_annotators": len(table.annotators),
@@ -345,10 +346,10 @@ def agreement_report(
         "level": level,
         "categories": table.categories,
         "weights": weights,
-        "percent_agreement": _safe(lambda: percent_agreement(pairable), notes, "percent agreement"),
-        "krippendorff_alpha": _safe(lambda: alpha_from_counts(pairable, values, level), notes, "Krippendorff's α"),
-        "fleiss_kappa": _safe(lambda: fleiss_kappa(pairable), notes, "Fleiss' κ"),
-        "gwet_ac1": _safe(lambda: gwet_ac1(pairable), notes, "Gwet's AC1"),
+        "percent_agreement": _safe(lambda: percent_agreement(rated), notes, "percent agreement"),
+        "krippendorff_alpha": _safe(lambda: alpha_from_counts(rated, values, level), notes, "Krippendorff's α"),
+        "fleiss_kappa": _safe(lambda: fleiss_kappa(rated), notes, "Fleiss' κ"),
+        "gwet_ac1": _safe(lambda: gwet_ac1(rated), notes, "Gwet's AC1"),
         "cohen_kappa_pairwise": [],
         "annotators": annotator_rows(table, gold),
     }
@@ -371,12 +372,12 @@ def agreement_report(
         "gwet_ac1": "unweighted", "cohen_kappa_pairwise": f"{weighted} (--weights)",
     }  # fmt: skip
     if weight_matrix is not None:
-        result["gwet_ac2"] = _safe(lambda: gwet_ac2(pairable, weight_matrix), notes, "Gwet's AC2")
+        result["gwet_ac2"] = _safe(lambda: gwet_ac2(rated, weight_matrix), notes, "Gwet's AC2")
         result["labels"]["gwet_ac2"] = f"{weighted} (--weights)"
     cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed, weights=weight_matrix)
     result["ci"] = {name: cis[name] if result.get(name) is not None else None for name in cis}
-    # Every pairable item unanimous: resamples can only repeat it, so an interval is a point, not a measurement
-    unanimous = pairable.shape[0] > 0 and bool(np.all(pairable.max(axis=1) == pairable.sum(axis=1)))
+    # Every item unanimous: resamples can only repeat it, so an interval is a point, not a measurement
+    unanimous = rated.shape[0] > 0 and bool(np.all(rated.max(axis=1) == rated.sum(axis=1)))
     result["ci_degenerate"] = [n for n, ci in result["ci"].items() if ci is not None and ci[0] == ci[1]]
     if unanimous:
         ci_notes.append("complete agreement: every item's votes agree, so the bootstrap interval collapses to a point "

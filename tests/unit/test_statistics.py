@@ -322,23 +322,36 @@ def test_weighted_kappa_and_ac2(scheme):
 
 
 def test_point_estimates_use_the_items_their_bootstrap_uses():
-    """Single-vote items are left out of the estimates as of the bootstrap: Fleiss' kappa and AC1 are
-    computed on the items with two or more votes, and lie inside their own intervals."""
+    """Single-vote items count for the answers' prevalence in the estimate (irrCAC's convention), so the
+    bootstrap resamples them too: Fleiss' kappa and AC1 lie inside their own intervals."""
     from formats.tidy import Vote
+    from metrics.aggregate import unit_table
     from metrics.agreement import agreement_report, fleiss_kappa, gwet_ac1
 
     rng = np.random.default_rng(9)
     votes = [Vote(f"p{k}", who, "q", str(int(rng.random() < 0.7))) for k in range(40) for who in ("a", "b", "c")]
-    votes += [Vote(f"s{k}", "a", "q", "0") for k in range(40)]  # single votes, all "0": they would move the prevalence
+    votes += [Vote(f"s{k}", "a", "q", "0") for k in range(40)]  # single votes, all "0": they move the prevalence
     report = agreement_report(votes, resamples=300)
-    pairable = np.zeros((40, 2))
-    for vote in votes[:120]:
-        pairable[int(vote.item[1:]), int(vote.value)] += 1
-    assert report["fleiss_kappa"] == pytest.approx(fleiss_kappa(pairable))
-    assert report["gwet_ac1"] == pytest.approx(gwet_ac1(pairable))
+    counts = unit_table(votes).counts
+    assert report["fleiss_kappa"] == pytest.approx(fleiss_kappa(counts))
+    assert report["gwet_ac1"] == pytest.approx(gwet_ac1(counts))
     for name in ("fleiss_kappa", "gwet_ac1"):
         low, high = report["ci"][name]
         assert low <= report[name] <= high
+
+
+def test_gwet_ac2_published_values():
+    """Gwet (2014) / irrCAC's raw_4raters (12 units, 4 raters, answers 1-5): AC1 .775, AC2 with linear
+    weights .859, with quadratic weights .914."""
+    from formats.tidy import Vote
+    from metrics.agreement import agreement_report
+
+    data = [[1, 1, None, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4], [4, 4, 4, 4],
+            [1, 1, 2, 1], [2, 2, 2, 2], [None, 5, 5, 5], [None, None, 1, 1], [None, None, 3, None]]  # fmt: skip
+    votes = [Vote(f"u{i}", f"r{j}", "q", str(v)) for i, row in enumerate(data) for j, v in enumerate(row) if v is not None]
+    assert round(agreement_report(votes, resamples=0)["gwet_ac1"], 3) == 0.775
+    assert round(agreement_report(votes, resamples=0, weights="linear")["gwet_ac2"], 3) == 0.859
+    assert round(agreement_report(votes, resamples=0, weights="quadratic")["gwet_ac2"], 3) == 0.914
 
 
 def test_fixed_tie_policy_settles_only_ties_that_include_its_label():
