@@ -1,11 +1,16 @@
 """Benchmark: vote writes with 50 concurrent annotators, SQLite beside PostgreSQL.
 
-    python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL]
+    python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--json]
 
 Each writer is a thread with its own annotator: one transaction = next_item + cast_vote
 (a judgement), and every third judgement also changes an earlier vote (a second
 transaction).  Prints p50 / p99 latency per transaction, throughput, and checks that no
-vote was lost.
+vote was lost.  Beside it, in the same run, raw ``sqlite3`` transactions of the same shape
+(read one row, two inserts, WAL, ``BEGIN IMMEDIATE``) from as many threads: the ceiling the
+store is compared with (issue 16).  ``--json`` prints::
+
+    {"sqlite": {"p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost"},
+     "postgresql": {...} (when a server answers), "raw_sqlite_tx_per_s"}
 """
 
 from __future__ import annotations
@@ -91,7 +96,42 @@ def run_backend(url: str, corpus_path: Path, writers: int, votes: int) -> dict:
         "p50_ms": 1e3 * statistics.median(latencies),
         "p99_ms": 1e3 * percentile(latencies, 99),
         "votes_per_s": sent / wall,
+        "lost": sent - stored,
     }
+
+
+def raw_sqlite(path: Path, writers: int, transactions: int, items: int) -> float:
+    """Transactions per second of plain sqlite3 doing what a judgement does at its core: read one row,
+    insert two (WAL, BEGIN IMMEDIATE, busy timeout), from ``writers`` threads at once."""
+    import sqlite3
+
+    setup = sqlite3.connect(path)
+    setup.execute("PRAGMA journal_mode = WAL")
+    setup.executescript(
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, holders INTEGER NOT NULL DEFAULT 0);"
+        "CREATE TABLE assignments (id INTEGER PRIMARY KEY, item INTEGER, who INTEGER);"
+        "CREATE TABLE votes (id INTEGER PRIMARY KEY, item INTEGER, who INTEGER, value TEXT);"
+    )
+    setup.executemany("INSERT INTO items (id) VALUES (?)", [(i,) for i in range(items)])
+    setup.commit()
+    setup.close()
+
+    def writer(index: int) -> None:
+        connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        connection.execute("PRAGMA synchronous = NORMAL")
+        rng = random.Random(index)
+        for _ in range(transactions):
+            connection.execute("BEGIN IMMEDIATE")
+            item = connection.execute("SELECT id FROM items WHERE id = ?", (rng.randrange(items),)).fetchone()[0]
+            connection.execute("INSERT INTO assignments (item, who) VALUES (?, ?)", (item, index))
+            connection.execute("INSERT INTO votes (item, who, value) VALUES (?, ?, ?)", (item, index, "1"))
+            connection.execute("COMMIT")
+        connection.close()
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=writers) as pool:
+        list(pool.map(writer, range(writers)))
+    return writers * transactions / (time.perf_counter() - start)
 
 
 def main() -> None:
@@ -100,14 +140,14 @@ def main() -> None:
     parser.add_argument("--votes", type=int, default=40, help="judgements per writer")
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test", help="admin URL; a scratch database is made")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON (issue 16's contract)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dst-bench-votes-"))
     corpus = work / "corpus.json"
     corpus.write_text(json.dumps(build(args.items)))
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}")
-    print(
-        f"{args.writers} concurrent writers x {args.votes} judgements (+1 vote change per 3), study of {args.items} items, k = 3"
-    )
+    say = (lambda *a, **k: None) if args.json else print
+    say(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}")
+    say(f"{args.writers} concurrent writers x {args.votes} judgements (+1 vote change per 3), study of {args.items} items, k = 3")
     results = {"sqlite": run_backend(f"sqlite:///{work / 'bench.sqlite'}", corpus, args.writers, args.votes)}
     try:
         import os
@@ -121,7 +161,14 @@ def main() -> None:
         finally:
             drop_pg_database(url)
     except Exception as err:  # report, do not hide, a missing server
-        print(f"postgresql: not measured ({err})")
+        say(f"postgresql: not measured ({err})")
+    raw = raw_sqlite(work / "raw.sqlite", args.writers, max(args.votes, 40), args.items)
+    if args.json:
+        keys = ("p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost")
+        print(json.dumps({**{name: {k: r[k] for k in keys} for name, r in results.items()}, "raw_sqlite_tx_per_s": raw},
+                         indent=1))  # fmt: skip
+        return
+    print(f"raw sqlite3, same shape (read 1 row, 2 inserts), {args.writers} threads: {raw:.0f} transactions/s")
     print(f"{'backend':<11} {'votes':>6} {'stored':>6} {'lost':>4} {'p50 ms':>8} {'p99 ms':>8} {'votes/s':>8}")
     for name, r in results.items():
         print(
@@ -132,6 +179,7 @@ def main() -> None:
         s, p = results["sqlite"], results["postgresql"]
         ratio = p["votes_per_s"] / s["votes_per_s"]
         print(f"ratio postgresql/sqlite: p50 x{p['p50_ms'] / s['p50_ms']:.2f}, throughput x{ratio:.2f}")
+    print(f"sqlite store / raw sqlite3: {results['sqlite']['votes_per_s'] / raw:.1%}")
 
 
 if __name__ == "__main__":
