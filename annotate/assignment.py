@@ -4,7 +4,8 @@ Each item goes to ``overlap`` (k) distinct annotators (+ what an admin re-opened
 ``next_item`` picks, among items the annotator has not had and that still have room:
 least-annotated first; then the condition this annotator has seen least (conditions
 balanced); then a per-annotator shuffled order that is seeded and reproducible
-(sha256 of study seed, annotator name and item key).  An assignment left active past
+(sha256 of study seed, annotator name and item key), among the ``WINDOW`` least-held open
+items of each condition (ties in the count broken by the item's position).  An assignment left active past
 the study's timeout is reclaimed: its place goes to someone else.  An item never gets
 more than k holders (annotators who finished it or hold it unexpired).
 """
@@ -37,38 +38,6 @@ def shuffle_rank(study: Study, annotator: Annotator, item_key: str, condition: s
     return hashlib.sha256(f"{seed}\x1f{annotator.name}\x1f{item_key}\x1f{condition}".encode()).hexdigest()
 
 
-# A study's items never change after creation, so their list and each annotator's shuffled
-# order are cached per process (keyed by database, study and creation time).
-_ITEM_CACHE: dict[tuple, tuple[tuple[int, str, str], ...]] = {}
-_RANK_CACHE: dict[tuple, dict[int, str]] = {}
-_CACHE_LIMIT = 512
-
-
-def _study_key(session: Session, study: Study) -> tuple:
-    return (str(session.get_bind().url), study.id, study.created_at)
-
-
-def study_items(session: Session, study: Study) -> tuple[tuple[int, str, str], ...]:
-    """(id, key, condition) of every item of the study."""
-    key = _study_key(session, study)
-    if key not in _ITEM_CACHE:
-        if len(_ITEM_CACHE) > _CACHE_LIMIT:
-            _ITEM_CACHE.clear()
-        rows = session.execute(select(Item.id, Item.key, Item.condition).where(Item.study_id == study.id).order_by(Item.id))
-        _ITEM_CACHE[key] = tuple(tuple(row) for row in rows)
-    return _ITEM_CACHE[key]
-
-
-def annotator_order(session: Session, study: Study, annotator: Annotator) -> dict[int, str]:
-    """Item id -> this annotator's seeded shuffle rank."""
-    key = (*_study_key(session, study), annotator.name, study.settings.get("seed", 0))
-    if key not in _RANK_CACHE:
-        if len(_RANK_CACHE) > _CACHE_LIMIT:
-            _RANK_CACHE.clear()
-        _RANK_CACHE[key] = {i: shuffle_rank(study, annotator, k, c) for i, k, c in study_items(session, study)}
-    return _RANK_CACHE[key]
-
-
 def lock_study(session: Session, study_id: int) -> Study:
     """The study row, locked for this transaction on PostgreSQL (SQLite: BEGIN IMMEDIATE does it)."""
     return session.scalars(select(Study).where(Study.id == study_id).with_for_update()).one()
@@ -83,10 +52,43 @@ def holders(session: Session, study: Study, item_id: int, now: datetime) -> set[
     return set(rows)
 
 
+WINDOW = 64  # candidates fetched per condition, least held first; ranked in Python
+
+
+def _release_rows(session: Session, condition) -> int:
+    """Turn the ACTIVE assignments matching ``condition`` into RECLAIMED and give their places back to
+    the items' ``holders`` counters; the items are locked first, in id order (no deadlock with a claim,
+    which locks its item first too).  Returns how many places were given back."""
+    rows = session.execute(select(Assignment.item_id).where(Assignment.status == ACTIVE, *condition)).scalars().all()
+    if not rows:
+        return 0
+    per_item: dict[int, int] = {}
+    for item_id in rows:
+        per_item[item_id] = per_item.get(item_id, 0) + 1
+    session.execute(select(Item.id).where(Item.id.in_(sorted(per_item))).order_by(Item.id).with_for_update()).all()
+    session.execute(update(Assignment).where(Assignment.status == ACTIVE, *condition).values(status=RECLAIMED))
+    for item_id, count in per_item.items():
+        session.execute(update(Item).where(Item.id == item_id).values(holders=Item.holders - count))
+    return len(rows)
+
+
+def reclaim_expired(session: Session, study: Study, now: datetime) -> int:
+    """Places held past the study's timeout go back (an indexed query: usually it finds nothing)."""
+    return _release_rows(session, (Assignment.study_id == study.id, Assignment.assigned_at < cutoff(study, now)))
+
+
 def next_item(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> Item | None:
-    """The item this annotator should judge next (claimed for them), or None when done."""
+    """The item this annotator should judge next (claimed for them), or None when done.
+
+    Cost does not grow with the study: each item keeps ``holders`` (places taken: done or held), kept by
+    the transactions that change them, so the choice reads a few least-held open items per condition
+    through the index (study, condition, holders) instead of every item and assignment.  No study-wide
+    lock: on PostgreSQL each candidate is taken ``FOR UPDATE SKIP LOCKED`` in turn, so two annotators
+    claim different items at once (one being claimed is passed over, and waited for only when nothing
+    else is left); the chosen item's places are counted again under its lock before the claim.
+    """
     now = now or utcnow()
-    study = lock_study(session, study_id)
+    study = session.get(Study, study_id)
     current = session.scalars(
         select(Assignment)
         .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status == ACTIVE)
@@ -95,80 +97,94 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
     for assignment in current:
         if assignment.assigned_at >= cutoff(study, now):
             return session.get(Item, assignment.item_id)
-    # Reclaim every expired place in the study, so counts below are true.
-    session.execute(
-        update(Assignment)
-        .where(Assignment.study_id == study.id, Assignment.status == ACTIVE, Assignment.assigned_at < cutoff(study, now))
-        .values(status=RECLAIMED)
+    reclaim_expired(session, study, now)
+    mine = select(Assignment.item_id).where(
+        Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED
     )
-    counts = dict(
+    seen_by_condition = dict(
         session.execute(
-            select(Assignment.item_id, func.count())
-            .where(Assignment.study_id == study.id, holding(study, now))
-            .group_by(Assignment.item_id)
+            select(Item.condition, func.count()).join(Assignment, Assignment.item_id == Item.id)
+            .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED)
+            .group_by(Item.condition)
         ).all()
+    )  # fmt: skip
+    conditions = (study.settings or {}).get("conditions") or [""]
+    rows = []
+    for condition in conditions:
+        rows += session.execute(
+            select(Item.id, Item.key, Item.condition, Item.holders)
+            .where(Item.study_id == study.id, Item.condition == condition,
+                   Item.holders < study.overlap + Item.extra_capacity, Item.id.not_in(mine))
+            .order_by(Item.holders, Item.position).limit(WINDOW)
+        ).all()  # fmt: skip
+    candidates = sorted(
+        (holders_now, seen_by_condition.get(condition, 0), shuffle_rank(study, annotator, key, condition), item_id, key)
+        for item_id, key, condition, holders_now in rows
     )
-    mine: set[int] = set()
-    skipped: dict[int, datetime] = {}
-    for item_id, status, assigned_at in session.execute(
-        select(Assignment.item_id, Assignment.status, Assignment.assigned_at).where(
-            Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED
-        )
-    ):
-        mine.add(item_id)
-        if status == SKIPPED:
-            skipped[item_id] = assigned_at
-    extra = dict(
-        session.execute(select(Item.id, Item.extra_capacity).where(Item.study_id == study.id, Item.extra_capacity > 0)).all()
-    )
-    items = study_items(session, study)
-    seen_by_condition: dict[str, int] = {}
-    for item_id, _key, condition in items:
-        if item_id in mine:
-            seen_by_condition[condition] = seen_by_condition.get(condition, 0) + 1
-    open_items = [
-        (counts.get(item_id, 0), seen_by_condition.get(condition, 0), item_id)
-        for item_id, _key, condition in items
-        if item_id not in mine and counts.get(item_id, 0) < study.overlap + extra.get(item_id, 0)
-    ]
-    ranks = annotator_order(session, study, annotator)
-    candidates = sorted((count, seen, ranks[item_id], item_id) for count, seen, item_id in open_items)
     # Skipped items come back, oldest skip first, once nothing else is left for this annotator.
-    candidates += sorted(
-        (skipped_at, 0, ranks[item_id], item_id)
-        for item_id, skipped_at in skipped.items()
-        if counts.get(item_id, 0) < study.overlap + extra.get(item_id, 0)
-    )
-    for *_, item_id in _not_twice_in_a_row(session, study, annotator, items, candidates):
-        item = lock_item(session, item_id)
-        if len(holders(session, study, item_id, now)) >= study.overlap + item.extra_capacity:
-            continue  # filled by a concurrent vote since the count above
-        claim(session, study, item, annotator, now)
-        return item
+    skipped = session.execute(
+        select(Item.id, Item.key, Assignment.assigned_at).join(Assignment, Assignment.item_id == Item.id)
+        .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED,
+               Item.holders < study.overlap + Item.extra_capacity)
+        .order_by(Assignment.assigned_at, Item.id)
+    ).all()  # fmt: skip
+    candidates += [(at, 0, "", item_id, key) for item_id, key, at in skipped]
+    ordered = [item_id for *_, item_id, _key in _not_twice_in_a_row(session, study, annotator, candidates)]
+    busy = []
+    for item_id in ordered:  # an item another annotator is claiming right now is passed over, not waited for
+        item = _try_claim(session, study, annotator, item_id, now, wait=False)
+        if item is True:
+            continue
+        if item is None:
+            busy.append(item_id)
+        else:
+            return item
+    for item_id in busy:  # only those left: wait for them (SQLite never gets here: one writer at a time)
+        item = _try_claim(session, study, annotator, item_id, now, wait=True)
+        if item not in (None, True):
+            return item
     return None
 
 
-def _not_twice_in_a_row(session: Session, study: Study, annotator: Annotator, items, candidates: list) -> list:
+def _try_claim(session: Session, study: Study, annotator: Annotator, item_id: int, now: datetime, *, wait: bool):
+    """Lock the item and claim it if it still has a place (counted again under the lock: a concurrent vote
+    may have filled it).  The item, None when another transaction holds it (``wait=False``), or True when
+    it is full.  A full item's lock is given back at once (a savepoint), so a transaction never sits on
+    items it does not take while it waits for another: no deadlock between annotators."""
+    with session.begin_nested() as attempt:
+        item = session.scalars(select(Item).where(Item.id == item_id).with_for_update(skip_locked=not wait)).first()
+        if item is None:
+            attempt.rollback()
+            return None
+        if len(holders(session, study, item.id, now)) >= study.overlap + item.extra_capacity:
+            attempt.rollback()
+            return True
+        claim(session, study, item, annotator, now)
+        return item
+
+
+def _not_twice_in_a_row(session: Session, study: Study, annotator: Annotator, candidates: list) -> list:
     """The candidates, with those that share a key (the same turn under another condition: a CoCo
     original and its counterfactual) with the item this annotator was given last moved behind the
     others, so the two are never shown one after the other while anything else is left."""
     last = session.scalar(
-        select(Assignment.item_id).where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id)
+        select(Item.key).join(Assignment, Assignment.item_id == Item.id)
+        .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id)
         .order_by(Assignment.assigned_at.desc(), Assignment.id.desc()).limit(1)
     )  # fmt: skip
     if last is None:
         return candidates
-    key_of = {item_id: key for item_id, key, _condition in items}
-    same = key_of.get(last)
-    return [c for c in candidates if key_of[c[-1]] != same] + [c for c in candidates if key_of[c[-1]] == same]
+    return [c for c in candidates if c[-1] != last] + [c for c in candidates if c[-1] == last]
 
 
 def claim(session: Session, study: Study, item: Item, annotator: Annotator, now: datetime) -> Assignment:
     """Give the annotator a place on the item (re-using an old skipped/reclaimed row)."""
     assignment = session.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == annotator.id))
     if assignment is None:
-        assignment = Assignment(study_id=study.id, item_id=item.id, annotator_id=annotator.id)
+        assignment = Assignment(study_id=study.id, item_id=item.id, annotator_id=annotator.id, status=SKIPPED)
         session.add(assignment)
+    if assignment.status not in (ACTIVE, DONE):  # a new place on the item (the caller holds the item's lock)
+        session.execute(update(Item).where(Item.id == item.id).values(holders=Item.holders + 1))
     assignment.status, assignment.assigned_at, assignment.completed_at = ACTIVE, now, None
     session.flush()
     return assignment
@@ -179,7 +195,9 @@ def skip_item(session: Session, annotator: Annotator, item_id: int) -> None:
     annotator again only when nothing else is left, and can be opened from their history."""
     assignment = session.scalar(select(Assignment).where(Assignment.item_id == item_id, Assignment.annotator_id == annotator.id))
     if assignment is not None and assignment.status == ACTIVE:
+        lock_item(session, item_id)
         assignment.status = SKIPPED
+        session.execute(update(Item).where(Item.id == item_id).values(holders=Item.holders - 1))
 
 
 def reopen_item(session: Session, item_id: int, extra: int = 1) -> Item:
@@ -192,16 +210,15 @@ def reopen_item(session: Session, item_id: int, extra: int = 1) -> Item:
 def release(session: Session, annotator_id: int, *, keep_study: int | None = None) -> int:
     """Give back the places an annotator holds (logout, or a switch to ``keep_study``): they go to
     others at once instead of after the timeout.  Returns how many were released."""
-    query = update(Assignment).where(Assignment.annotator_id == annotator_id, Assignment.status == ACTIVE)
+    condition = [Assignment.annotator_id == annotator_id]
     if keep_study is not None:
-        query = query.where(Assignment.study_id != keep_study)
-    return session.execute(query.values(status=RECLAIMED)).rowcount or 0
+        condition.append(Assignment.study_id != keep_study)
+    return _release_rows(session, tuple(condition))
 
 
 def release_study(session: Session, study_id: int) -> int:
     """Give back every place held in the study (it was archived): how many were released."""
-    query = update(Assignment).where(Assignment.study_id == study_id, Assignment.status == ACTIVE)
-    return session.execute(query.values(status=RECLAIMED)).rowcount or 0
+    return _release_rows(session, (Assignment.study_id == study_id,))
 
 
 def reopen_items(session: Session, study: Study, key: str | None, condition: str | None = None, extra: int = 1) -> int:

@@ -64,7 +64,10 @@ class Study(Base):
 
 class Item(Base):
     __tablename__ = "items"
-    __table_args__ = (UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),)
+    __table_args__ = (
+        UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),
+        Index("ix_items_open", "study_id", "condition", "holders", "position"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -76,6 +79,8 @@ class Item(Base):
     meta: Mapped[dict] = mapped_column(JSON, default=dict)  # hidden facts: source file, CoCo success flag, ...
     gold: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # attention check: {question: value}
     extra_capacity: Mapped[int] = mapped_column(Integer, default=0)  # admin re-opens add judgements
+    # places taken (assignments done or active), kept by the transactions that change them (annotate.assignment)
+    holders: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     study: Mapped[Study] = relationship(back_populates="items")
 
@@ -95,6 +100,7 @@ class Assignment(Base):
     __table_args__ = (
         UniqueConstraint("item_id", "annotator_id", name="uq_assignment"),
         Index("ix_assignment_study_annotator", "study_id", "annotator_id"),
+        Index("ix_assignment_study_status_at", "study_id", "status", "assigned_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
