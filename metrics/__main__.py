@@ -118,6 +118,18 @@ def _add_analysis(subparsers) -> None:
     plan.add_argument("--json", action="store_true")
 
 
+def _emit(args, result: dict, tables) -> int:
+    """Print a command's result: its JSON contract with --json, else its ``metrics.present`` tables
+    (``tables(present)``, imported only then) as text."""
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    from metrics import present
+
+    print("\n\n".join(table.to_text() for table in tables(present)))
+    return 0
+
+
 def _percent(value) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
@@ -174,14 +186,8 @@ def run_agreement(args) -> int:
     gold = _read_gold(args.gold) if args.gold else None
     result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed,
                            gold=gold, weights=args.weights)  # fmt: skip
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    from metrics import present
-
-    tables = (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result))
-    print("\n\n".join(table.to_text() for table in tables))
-    return 0
+    return _emit(args, result, lambda present: (present.agreement_table(result), present.annotator_table(result),
+                                                present.cohen_table(result)))  # fmt: skip
 
 
 def _load_for_rating(args):
@@ -204,13 +210,7 @@ def run_correlate(args) -> int:
         dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed,
         adjust=args.adjust, resample=args.resample,
     )
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    from metrics import present
-
-    print(present.correlation_table(result).to_text())
-    return 0
+    return _emit(args, result, lambda present: [present.correlation_table(result)])
 
 
 def run_calibrate(args) -> int:
@@ -229,13 +229,7 @@ def run_calibrate(args) -> int:
         from exports.charts import r_lambda_chart, save_chart
 
         save_chart(r_lambda_chart(result), args.plot)
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    from metrics import present
-
-    print(present.calibration_table(result).to_text())
-    return 0
+    return _emit(args, result, lambda present: [present.calibration_table(result)])
 
 
 def _pilot(args) -> dict:
@@ -279,13 +273,7 @@ def run_systems(args) -> int:
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels)
     result = {"signature": analysis_signature(settings, unit="system"), **system_level(groups, votes, settings)}
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    from metrics import present
-
-    print(present.system_table(result).to_text())
-    return 0
+    return _emit(args, result, lambda present: [present.system_table(result)])
 
 
 def run_judge(args) -> int:
@@ -298,13 +286,7 @@ def run_judge(args) -> int:
     judges = read_votes(args.judges, default_question=question)
     result = judge_report(human, judges, question, resamples=args.bootstrap, seed=args.seed)
     result = {"signature": analysis_signature(None, judge="majority-ties-out", boot=args.bootstrap, seed=args.seed), **result}
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    from metrics import present
-
-    print(present.judge_table(result).to_text())
-    return 0
+    return _emit(args, result, lambda present: [present.judge_table(result)])
 
 
 def run_plan(args) -> int:
