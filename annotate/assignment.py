@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from annotate import crowd
 from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.prepared import Prepared
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
 
@@ -36,6 +38,19 @@ def holding(study: Study, now: datetime):
 def shuffle_rank(study: Study, annotator: Annotator, item_key: str, condition: str) -> str:
     seed = study.settings.get("seed", 0)
     return hashlib.sha256(f"{seed}\x1f{annotator.name}\x1f{item_key}\x1f{condition}".encode()).hexdigest()
+
+
+def _ranker(study, annotator: Annotator):
+    """``shuffle_rank`` as a function of (key, condition), ordering alike (the digest's bytes), with
+    the study's and annotator's part hashed once."""
+    prefix = hashlib.sha256(f"{study.settings.get('seed', 0)}\x1f{annotator.name}\x1f".encode())
+
+    def rank(item_key: str, condition: str) -> bytes:
+        digest = prefix.copy()
+        digest.update(f"{item_key}\x1f{condition}".encode())
+        return digest.digest()
+
+    return rank
 
 
 def lock_study(session: Session, study_id: int) -> Study:
@@ -77,117 +92,212 @@ def reclaim_expired(session: Session, study: Study, now: datetime) -> int:
     return _release_rows(session, (Assignment.study_id == study.id, Assignment.assigned_at < cutoff(study, now)))
 
 
+# The judgement path runs prepared Core statements on the session's connection: it is what every
+# annotator waits for, and on SQLite what holds the single write lock (issue 16).  Built once here,
+# compiled once by SQLAlchemy's cache; ``bindparam`` names are the parameters.
+_STUDY = select(Study.overlap, Study.settings, Study.questions).where(Study.id == bindparam("study"))
+_CURRENT = (
+    select(Assignment.item_id, Assignment.assigned_at)
+    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
+           Assignment.status == ACTIVE)
+    .order_by(Assignment.assigned_at)
+)  # fmt: skip
+_EXPIRED_ANY = (
+    select(Assignment.id)
+    .where(Assignment.study_id == bindparam("study"), Assignment.status == ACTIVE, Assignment.assigned_at < bindparam("cutoff"))
+    .limit(1)
+)
+_MINE = select(Assignment.item_id).where(
+    Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"), Assignment.status != RECLAIMED
+)
+_SEEN = (
+    select(Item.condition, func.count()).join(Assignment, Assignment.item_id == Item.id)
+    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
+           Assignment.status != RECLAIMED)
+    .group_by(Item.condition)
+)  # fmt: skip
+_CANDIDATES = (
+    select(Item.id, Item.key, Item.condition, Item.holders)
+    .where(Item.study_id == bindparam("study"), Item.condition == bindparam("condition"),
+           Item.holders < bindparam("overlap") + Item.extra_capacity, Item.id.not_in(_MINE))
+    .order_by(Item.holders, Item.position).limit(WINDOW)
+)  # fmt: skip
+_SKIPPED = (
+    select(Item.id, Item.key, Assignment.assigned_at).join(Assignment, Assignment.item_id == Item.id)
+    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
+           Assignment.status == SKIPPED, Item.holders < bindparam("overlap") + Item.extra_capacity)
+    .order_by(Assignment.assigned_at, Item.id)
+)  # fmt: skip
+_LAST_KEY = (
+    select(Item.key).join(Assignment, Assignment.item_id == Item.id)
+    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"))
+    .order_by(Assignment.assigned_at.desc(), Assignment.id.desc()).limit(1)
+)  # fmt: skip
+_OPEN_ITEM = select(Item.id).where(Item.id == bindparam("item"), Item.holders < bindparam("overlap") + Item.extra_capacity)
+_OPEN_ITEM_SKIP, _OPEN_ITEM_WAIT = _OPEN_ITEM.with_for_update(skip_locked=True), _OPEN_ITEM.with_for_update()
+_TAKE_PLACE = (
+    update(Item)
+    .where(Item.id == bindparam("item"), Item.holders < bindparam("overlap") + Item.extra_capacity)
+    .values(holders=Item.holders + 1)
+)
+_ADD_PLACE = update(Item).where(Item.id == bindparam("item")).values(holders=Item.holders + 1)
+
+
+def _upsert_place(dialect: str):
+    """INSERT the annotator's assignment row, or make their old (skipped/reclaimed) row active again."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert_ = (sqlite if dialect == "sqlite" else postgresql).insert
+    statement = insert_(Assignment).values(
+        study_id=bindparam("study"), item_id=bindparam("item"), annotator_id=bindparam("annotator"),
+        status=ACTIVE, assigned_at=bindparam("now"),
+    )  # fmt: skip
+    return statement.on_conflict_do_update(
+        index_elements=["item_id", "annotator_id"],
+        set_={"status": ACTIVE, "assigned_at": statement.excluded.assigned_at, "completed_at": None},
+    )
+
+
+_HOLD = {"sqlite": Prepared(_upsert_place("sqlite")), "postgresql": Prepared(_upsert_place("postgresql"))}
+_STUDY, _CURRENT, _EXPIRED_ANY, _SEEN, _CANDIDATES, _SKIPPED, _LAST_KEY, _TAKE_PLACE, _ADD_PLACE = map(
+    Prepared, (_STUDY, _CURRENT, _EXPIRED_ANY, _SEEN, _CANDIDATES, _SKIPPED, _LAST_KEY, _TAKE_PLACE, _ADD_PLACE)
+)
+
+
+class StudyRow(NamedTuple):
+    """What choosing and voting read of a study (``cutoff`` and ``check_value`` take it like a Study)."""
+
+    id: int
+    overlap: int
+    settings: dict
+    questions: list
+
+
+def study_row(session: Session, study_id: int) -> StudyRow:
+    """The study's overlap, settings and questions, read once per transaction (the session)."""
+    cache = session.info.setdefault("study_rows", {})
+    if study_id not in cache:
+        overlap, settings, questions = _STUDY.first(session.connection(), {"study": study_id})
+        cache[study_id] = StudyRow(study_id, overlap, settings or {}, questions or [])
+    return cache[study_id]
+
+
+def reclaim_expired_item(session: Session, study, item_id: int, now: datetime) -> int:
+    """Places on one item held past the study's timeout go back."""
+    return _release_rows(session, (Assignment.item_id == item_id, Assignment.assigned_at < cutoff(study, now)))
+
+
 def next_item(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> Item | None:
     """The item this annotator should judge next (claimed for them), or None when done.
 
     Cost does not grow with the study: each item keeps ``holders`` (places taken: done or held), kept by
     the transactions that change them, so the choice reads a few least-held open items per condition
-    through the index (study, condition, holders) instead of every item and assignment.  No study-wide
-    lock: on PostgreSQL each candidate is taken ``FOR UPDATE SKIP LOCKED`` in turn, so two annotators
-    claim different items at once (one being claimed is passed over, and waited for only when nothing
-    else is left); the chosen item's places are counted again under its lock before the claim.
+    through the index (study, condition, holders) instead of every item and assignment.  A place is
+    taken by one conditional update (``holders = holders + 1 WHERE holders < overlap + extra``), so
+    the counter can never pass the item's capacity.  No study-wide lock: on PostgreSQL each candidate
+    is first taken ``FOR UPDATE SKIP LOCKED``, so two annotators claim different items at once (one
+    being claimed is passed over, and waited for only when nothing else is left).  The whole choice is
+    a handful of prepared statements: on SQLite, that is all that runs inside ``BEGIN IMMEDIATE``.
     """
     now = now or utcnow()
-    study = session.get(Study, study_id)
-    current = session.scalars(
-        select(Assignment)
-        .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status == ACTIVE)
-        .order_by(Assignment.assigned_at)
-    ).all()
-    for assignment in current:
-        if assignment.assigned_at >= cutoff(study, now):
-            return session.get(Item, assignment.item_id)
-    reclaim_expired(session, study, now)
-    mine = select(Assignment.item_id).where(
-        Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED
-    )
-    seen_by_condition = dict(
-        session.execute(
-            select(Item.condition, func.count()).join(Assignment, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status != RECLAIMED)
-            .group_by(Item.condition)
-        ).all()
-    )  # fmt: skip
-    conditions = (study.settings or {}).get("conditions") or [""]
+    session.flush()
+    connection = session.connection()
+    study = study_row(session, study_id)
+    keys = {"study": study_id, "annotator": annotator.id, "overlap": study.overlap}
+    limit = cutoff(study, now)
+    for item_id, assigned_at in _CURRENT.rows(connection, keys):
+        if assigned_at >= limit:
+            return _loaded(session, item_id)
+    if _EXPIRED_ANY.first(connection, {"study": study_id, "cutoff": limit}) is not None:
+        reclaim_expired(session, study, now)
+    conditions = study.settings.get("conditions") or [""]
+    seen_by_condition = dict(_SEEN.rows(connection, keys)) if len(conditions) > 1 else {}
     rows = []
     for condition in conditions:
-        rows += session.execute(
-            select(Item.id, Item.key, Item.condition, Item.holders)
-            .where(Item.study_id == study.id, Item.condition == condition,
-                   Item.holders < study.overlap + Item.extra_capacity, Item.id.not_in(mine))
-            .order_by(Item.holders, Item.position).limit(WINDOW)
-        ).all()  # fmt: skip
+        rows += _CANDIDATES.rows(connection, {**keys, "condition": condition})
+    rank = _ranker(study, annotator)
     candidates = sorted(
-        (holders_now, seen_by_condition.get(condition, 0), shuffle_rank(study, annotator, key, condition), item_id, key)
+        (holders_now, seen_by_condition.get(condition, 0), rank(key, condition), item_id, key)
         for item_id, key, condition, holders_now in rows
     )
+    if len(conditions) > 1:  # keys are shared only across conditions (a CoCo original and its counterfactual)
+        candidates = _not_twice_in_a_row((_LAST_KEY.first(connection, keys) or (None,))[0], candidates)
+    busy = _claim_first(session, study, annotator, [c[-2] for c in candidates], now)
+    if isinstance(busy, Item):
+        return busy
     # Skipped items come back, oldest skip first, once nothing else is left for this annotator.
-    skipped = session.execute(
-        select(Item.id, Item.key, Assignment.assigned_at).join(Assignment, Assignment.item_id == Item.id)
-        .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED,
-               Item.holders < study.overlap + Item.extra_capacity)
-        .order_by(Assignment.assigned_at, Item.id)
-    ).all()  # fmt: skip
-    candidates += [(at, 0, "", item_id, key) for item_id, key, at in skipped]
-    ordered = [item_id for *_, item_id, _key in _not_twice_in_a_row(session, study, annotator, candidates)]
-    busy = []
-    for item_id in ordered:  # an item another annotator is claiming right now is passed over, not waited for
-        item = _try_claim(session, study, annotator, item_id, now, wait=False)
-        if item is True:
-            continue
-        if item is None:
-            busy.append(item_id)
-        else:
-            return item
-    for item_id in busy:  # only those left: wait for them (SQLite never gets here: one writer at a time)
-        item = _try_claim(session, study, annotator, item_id, now, wait=True)
-        if item not in (None, True):
-            return item
+    skipped = [item_id for item_id, _key, _at in _SKIPPED.rows(connection, keys)]
+    more = _claim_first(session, study, annotator, skipped, now)
+    if isinstance(more, Item):
+        return more
+    for item_id in busy + more:  # only those left: wait for them (SQLite never gets here: one writer at a time)
+        if _take_place(session, study, annotator, item_id, now, wait=True):
+            return _loaded(session, item_id)
     return None
 
 
-def _try_claim(session: Session, study: Study, annotator: Annotator, item_id: int, now: datetime, *, wait: bool):
-    """Lock the item and claim it if it still has a place (counted again under the lock: a concurrent vote
-    may have filled it).  The item, None when another transaction holds it (``wait=False``), or True when
-    it is full.  A full item's lock is given back at once (a savepoint), so a transaction never sits on
-    items it does not take while it waits for another: no deadlock between annotators."""
-    with session.begin_nested() as attempt:
-        item = session.scalars(select(Item).where(Item.id == item_id).with_for_update(skip_locked=not wait)).first()
-        if item is None:
-            attempt.rollback()
-            return None
-        if len(holders(session, study, item.id, now)) >= study.overlap + item.extra_capacity:
-            attempt.rollback()
-            return True
-        claim(session, study, item, annotator, now)
-        return item
+_ITEM = select(Item).where(Item.id == bindparam("item")).execution_options(populate_existing=True)
 
 
-def _not_twice_in_a_row(session: Session, study: Study, annotator: Annotator, candidates: list) -> list:
+def _loaded(session: Session, item_id: int) -> Item:
+    return session.scalars(_ITEM, {"item": item_id}).one()
+
+
+def _claim_first(session: Session, study, annotator: Annotator, item_ids: list[int], now: datetime):
+    """The first of ``item_ids`` that could be claimed (loaded), else the ids another transaction is
+    claiming right now (PostgreSQL: passed over, not waited for)."""
+    busy = []
+    for item_id in item_ids:
+        taken = _take_place(session, study, annotator, item_id, now, wait=False)
+        if taken:
+            return _loaded(session, item_id)
+        if taken is None:
+            busy.append(item_id)
+    return busy
+
+
+def _take_place(session: Session, study, annotator: Annotator, item_id: int, now: datetime, *, wait: bool):
+    """Claim a place on the item if it still has one: True; False when it is full; None when another
+    transaction holds it (PostgreSQL, ``wait=False``: ``SKIP LOCKED``).  The place is taken by a
+    conditional update of the item's counter, so two claims can never both take the last place."""
+    connection = session.connection()
+    keys = {"item": item_id, "overlap": study.overlap}
+    if connection.dialect.name != "sqlite":
+        locked = connection.execute(_OPEN_ITEM_WAIT if wait else _OPEN_ITEM_SKIP, keys).first()
+        if locked is None:
+            # locked by another claim (skip) or full: only a second look, waiting, can tell
+            return None if not wait else False
+    if _TAKE_PLACE.run(connection, keys) != 1:
+        return False
+    _hold_row(connection, study.id, item_id, annotator.id, now)
+    return True
+
+
+def _hold_row(connection, study_id: int, item_id: int, annotator_id: int, now: datetime) -> None:
+    """The annotator's assignment row on the item made active (an old skipped/reclaimed row re-used)."""
+    _HOLD[connection.dialect.name].run(connection, {"study": study_id, "item": item_id, "annotator": annotator_id, "now": now})
+
+
+def _not_twice_in_a_row(last: str | None, candidates: list) -> list:
     """The candidates, with those that share a key (the same turn under another condition: a CoCo
     original and its counterfactual) with the item this annotator was given last moved behind the
     others, so the two are never shown one after the other while anything else is left."""
-    last = session.scalar(
-        select(Item.key).join(Assignment, Assignment.item_id == Item.id)
-        .where(Assignment.study_id == study.id, Assignment.annotator_id == annotator.id)
-        .order_by(Assignment.assigned_at.desc(), Assignment.id.desc()).limit(1)
-    )  # fmt: skip
     if last is None:
         return candidates
     return [c for c in candidates if c[-1] != last] + [c for c in candidates if c[-1] == last]
 
 
-def claim(session: Session, study: Study, item: Item, annotator: Annotator, now: datetime) -> Assignment:
-    """Give the annotator a place on the item (re-using an old skipped/reclaimed row)."""
-    assignment = session.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == annotator.id))
-    if assignment is None:
-        assignment = Assignment(study_id=study.id, item_id=item.id, annotator_id=annotator.id, status=SKIPPED)
-        session.add(assignment)
-    if assignment.status not in (ACTIVE, DONE):  # a new place on the item (the caller holds the item's lock)
-        session.execute(update(Item).where(Item.id == item.id).values(holders=Item.holders + 1))
-    assignment.status, assignment.assigned_at, assignment.completed_at = ACTIVE, now, None
-    session.flush()
-    return assignment
+def claim(session: Session, study, item_id: int, annotator: Annotator, now: datetime, *, force: bool = False) -> bool:
+    """Give the annotator a place on the item; False when it is full (``force``: taken whatever the
+    capacity, for imported judgements).  The caller checked that the annotator holds no place on it."""
+    connection = session.connection()
+    keys = {"item": item_id, "overlap": study.overlap}
+    if force:
+        _ADD_PLACE.run(connection, keys)
+    elif _TAKE_PLACE.run(connection, keys) != 1:
+        return False
+    _hold_row(connection, study.id, item_id, annotator.id, now)
+    return True
 
 
 def skip_item(session: Session, annotator: Annotator, item_id: int) -> None:

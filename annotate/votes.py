@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holders, lock_item
+from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holding, reclaim_expired_item, study_row
 from annotate.auth import find_annotator
 from annotate.models import Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
+from annotate.prepared import Prepared
 from annotate.studies import StudyError, check_value, required_questions
 from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
 from formats.errors import ReaderError, csv_rows
@@ -25,6 +27,51 @@ from formats.safety import unneutralise
 
 class CapacityError(StudyError):
     """The item already has its k annotators."""
+
+
+_MY_PLACE = select(Assignment.id, Assignment.status, Assignment.assigned_at).where(
+    Assignment.item_id == bindparam("item"), Assignment.annotator_id == bindparam("annotator")
+)
+_ITEM_AND_PLACE = (  # the item, and the voter's place on it if any: one read
+    select(Item.study_id, Item.key, Item.questions, Item.extra_capacity,
+           Assignment.id, Assignment.status, Assignment.assigned_at)
+    .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == bindparam("annotator")))
+    .where(Item.id == bindparam("item"))
+)  # fmt: skip
+_ANSWERED = select(VoteEvent.question).where(
+    VoteEvent.item_id == bindparam("item"), VoteEvent.annotator_id == bindparam("annotator")
+)
+_EVENT = insert(VoteEvent).values(
+    {name: bindparam(name) for name in
+     ("item_id", "annotator_id", "question", "value", "comment", "seconds", "source", "created_at")}
+)  # fmt: skip
+_DONE = update(Assignment).where(Assignment.id == bindparam("assignment")).values(status=DONE, completed_at=bindparam("now"))
+_DONE_KEEP = (
+    update(Assignment)
+    .where(Assignment.id == bindparam("assignment"))
+    .values(status=DONE, completed_at=func.coalesce(Assignment.completed_at, bindparam("now")))
+)
+
+
+_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _DONE_KEEP = map(
+    Prepared, (_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _DONE_KEEP)
+)
+
+
+class _Place(NamedTuple):
+    id: int
+    status: str
+    assigned_at: datetime
+
+
+class ItemRow(NamedTuple):
+    """What a vote reads of its item (``check_value`` takes it like an Item)."""
+
+    id: int
+    study_id: int
+    key: str
+    questions: list
+    extra_capacity: int
 
 
 def cast_vote(
@@ -39,46 +86,45 @@ def cast_vote(
     source: str = "human",
     now: datetime | None = None,
 ) -> VoteEvent:
-    """Append one vote event (in the caller's write transaction)."""
+    """Append one vote event (in the caller's write transaction).
+
+    A handful of prepared statements on the session's connection (issue 16): the item and study read,
+    the voter's place, the event inserted, the place marked done when every required question has an
+    answer.  A voter without a place takes one by the conditional update of ``claim`` (refused when
+    the item is full, unless the vote is imported)."""
     now = now or utcnow()
-    item = lock_item(session, item_id)
-    study = session.get(Study, item.study_id)
-    value = check_value(study, item, question, value)
-    assignment = session.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == annotator.id))
-    holds = assignment is not None and (
-        assignment.status == DONE or (assignment.status == ACTIVE and assignment.assigned_at >= cutoff(study, now))
-    )
-    if not holds:
-        others = holders(session, study, item.id, now) - {annotator.id}
-        # Overlap governs live assignment only: imported (past) judgements are taken as they are.
-        if source != "import" and len(others) >= study.overlap + item.extra_capacity:
-            raise CapacityError(
-                f"item {item.key} already has {len(others)} annotators (overlap {study.overlap}); an admin can re-open it"
-            )
-        assignment = claim(session, study, item, annotator, now)
-    event = VoteEvent(
-        item_id=item.id,
-        annotator_id=annotator.id,
-        question=question,
-        value=value,
-        comment=comment or "",
-        seconds=seconds,
-        source=source,
-        created_at=now,
-    )
-    session.add(event)
     session.flush()
-    if source == "import":  # an imported judgement counts as done, whatever it answered
-        assignment.status, assignment.completed_at = DONE, assignment.completed_at or now
-    elif assignment.status != DONE:
-        answered = set(
-            session.scalars(
-                select(VoteEvent.question).where(VoteEvent.item_id == item.id, VoteEvent.annotator_id == annotator.id)
+    connection = session.connection()
+    keys = {"item": item_id, "annotator": annotator.id}
+    found = _ITEM_AND_PLACE.first(connection, keys)
+    if found is None:
+        raise StudyError(f"no item {item_id}")
+    item = ItemRow(item_id, *found[:4])
+    place = _Place(*found[4:]) if found[4] is not None else None
+    study = study_row(session, item.study_id)
+    value = check_value(study, item, question, value)
+    holds = place is not None and (place.status == DONE or (place.status == ACTIVE and place.assigned_at >= cutoff(study, now)))
+    if not holds:
+        # Places held past the timeout go back first (the voter's own, too), then one is taken.
+        reclaim_expired_item(session, study, item_id, now)
+        # Overlap governs live assignment only: imported (past) judgements are taken as they are.
+        if not claim(session, study, item_id, annotator, now, force=source == "import"):
+            taken = connection.execute(select(func.count()).where(Assignment.item_id == item_id,
+                                                                  holding(study, now))).scalar()  # fmt: skip
+            raise CapacityError(
+                f"item {item.key} already has {taken} annotators (overlap {study.overlap}); an admin can re-open it"
             )
-        )
-        if set(required_questions(study, item)) <= answered:
-            assignment.status, assignment.completed_at = DONE, now
-    return event
+        place = _Place(*_MY_PLACE.first(connection, keys))
+    values = dict(item_id=item_id, annotator_id=annotator.id, question=question, value=value, comment=comment or "",
+                  seconds=seconds, source=source, created_at=now)  # fmt: skip
+    event_id = _EVENT.insert(connection, values)
+    if source == "import":  # an imported judgement counts as done, whatever it answered
+        _DONE_KEEP.run(connection, {"assignment": place.id, "now": now})
+    elif place.status != DONE:
+        required = set(required_questions(study, item))
+        if not required - {question} or required <= {question for (question,) in _ANSWERED.rows(connection, keys)}:
+            _DONE.run(connection, {"assignment": place.id, "now": now})
+    return VoteEvent(id=event_id, **values)
 
 
 def cast_votes(session: Session, annotator: Annotator, item_id: int, answers: dict[str, str], **kwargs) -> list[VoteEvent]:

@@ -1,0 +1,63 @@
+"""Issue 16 (item 2): a judgement's write transaction holds only the write.
+
+On SQLite one writer at a time holds ``BEGIN IMMEDIATE``; what runs inside it is what limits
+every annotator's throughput.  A judgement (the vote, then the next item claimed) runs a fixed,
+small number of SQL statements, the same on a study of 30 items as on one of 600, and the
+statements are plain indexed reads and writes (no study scan, no study lock).
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import event
+
+from annotate import assignment, votes
+from annotate.auth import add_annotator
+from annotate.db import write_session
+from annotate.studies import create_study
+from bench.corpus import build
+
+MAX_STATEMENTS = 14  # vote (4) + next item (<= 10): see annotate.assignment / annotate.votes
+
+
+def _study(engine, tmp_path, n_items):
+    corpus = tmp_path / f"corpus{n_items}.json"
+    corpus.write_text(json.dumps(build(n_items)))
+    with write_session(engine) as session:
+        study = create_study(session, f"s{n_items}", "satisfaction", [corpus], overlap=3)
+        people = [add_annotator(session, f"w{n_items}-{i}") for i in range(3)]
+    return study, people
+
+
+def _statements_per_judgement(engine, study, people) -> list[int]:
+    counts = []
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    with write_session(engine) as session:
+        item = assignment.next_item(session, study.id, people[0])
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        for n in range(12):
+            person = people[n % 3]
+            statements.clear()
+            with write_session(engine) as session:
+                votes.cast_vote(session, person, item.id, "satisfied", "1")
+                item = assignment.next_item(session, study.id, person)
+            counts.append(len([s for s in statements if s.split()[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK")]))
+            with write_session(engine) as session:  # the next writer's item
+                item = assignment.next_item(session, study.id, people[(n + 1) % 3])
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    return counts
+
+
+def test_a_judgement_runs_a_few_statements_whatever_the_study_size(engine, tmp_path):
+    small = _statements_per_judgement(engine, *_study(engine, tmp_path, 30))
+    large = _statements_per_judgement(engine, *_study(engine, tmp_path, 600))
+    assert max(small) <= MAX_STATEMENTS, small
+    assert max(large) <= MAX_STATEMENTS, large
+    assert max(large) <= max(small)
