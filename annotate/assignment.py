@@ -16,7 +16,7 @@ import hashlib
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from annotate import crowd
@@ -118,7 +118,7 @@ _SEEN = (
 )  # fmt: skip
 _CANDIDATES = (
     select(Item.id, Item.key, Item.condition, Item.holders)
-    .where(Item.study_id == bindparam("study"), Item.condition == bindparam("condition"),
+    .where(Item.study_id == bindparam("study"), Item.condition == bindparam("condition"), Item.included == true(),
            Item.holders < bindparam("overlap") + Item.extra_capacity, Item.id.not_in(_MINE))
     .order_by(Item.holders, Item.position).limit(WINDOW)
 )  # fmt: skip

@@ -28,6 +28,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -66,7 +67,7 @@ class Item(Base):
     __tablename__ = "items"
     __table_args__ = (
         UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),
-        Index("ix_items_open", "study_id", "condition", "holders", "position"),
+        Index("ix_items_open", "study_id", "condition", "included", "holders", "position"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -81,6 +82,10 @@ class Item(Base):
     extra_capacity: Mapped[int] = mapped_column(Integer, default=0)  # admin re-opens add judgements
     # places taken (assignments done or active), kept by the transactions that change them (annotate.assignment)
     holders: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # the allocation design (annotate.allocation): an adaptive study judges only the items its draw
+    # included, each with inclusion probability ``pi`` (None: the uniform design)
+    included: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    pi: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     study: Mapped[Study] = relationship(back_populates="items")
 

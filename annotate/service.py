@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
 
-from annotate import assignment, crowd, membership, votes
+from annotate import allocation, assignment, crowd, membership, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
 from annotate.db import read_session, write_session
 from annotate.models import WORKER, Annotator, Assignment, Item, Study
@@ -85,9 +85,11 @@ def submit(
     """One judgement: the answers to an item's questions, in one transaction."""
     if not answers:
         raise StudyError("nothing to save")
-    item_for(engine, user, item_id)
+    item = item_for(engine, user, item_id)
     with write_session(engine) as session:
+        allocation.before_judgement(session, item.study_id, item_id)
         votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds)
+        allocation.after_judgement(session, item.study_id, item_id)
 
 
 def release_places(engine: Engine, user: Annotator, *, keep_study: int | None = None) -> int:
@@ -267,6 +269,35 @@ def set_guideline(engine: Engine, user: Annotator, study_id: int, guideline: str
     require_admin(user)
     with write_session(engine) as session:
         membership.change(session, assignment.lock_study(session, study_id), user, "guideline", guideline)
+
+
+def set_allocation(engine: Engine, user: Annotator, study_id: int, *, policy: str, question: str = "fga_vs_jga",
+                   budget: int | None = None, target_width: float | None = None, max_k: int | None = None,
+                   lam: float = 0.5) -> dict:  # fmt: skip
+    """Choose how the study spends its judgements (``annotate.allocation``), before its first vote."""
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        return allocation.set_allocation(session, study, user, policy=policy, question=question, budget=budget,
+                                         target_width=target_width, max_k=max_k, lam=lam)  # fmt: skip
+
+
+def allocation_status(engine: Engine, user: Annotator, study_id: int) -> dict:
+    """The design, judgements spent, the main question's current interval and width, the judgements
+    projected to reach the target; a study whose target width is reached is closed here (archived)."""
+    from annotate.study_data import load_study
+
+    require_admin(user)
+    data = load_study(engine, study_id)
+    with read_session(engine) as session:
+        report = allocation.status(session, session.get(Study, study_id), data)
+    if report["reached"]:
+        with write_session(engine) as session:
+            study = assignment.lock_study(session, study_id)
+            if not study.archived:
+                allocation.close(session, study, f"target interval width {report['target_width']:g} reached")
+                report["closed_now"] = True
+    return report
 
 
 def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool) -> None:

@@ -41,7 +41,7 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
     with read_session(engine) as session:
         row = find_study(session, study)
         items = [
-            ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity)
+            ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity, i.pi)
             for i in session.scalars(select(Item).where(Item.study_id == row.id).order_by(Item.position, Item.id))
         ]
         kind = get_kind(row.kind)
@@ -59,7 +59,8 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
             adjudications=adjudications(session, row.id),
         )
     data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
-        kind, data.vote_table(), data.items, settings, condition=condition, progress=progress
+        kind, data.vote_table(), data.items, settings, condition=condition, progress=progress,
+        allocation=(data.settings or {}).get("allocation"),
     )
     return data
 

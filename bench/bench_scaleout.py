@@ -1,10 +1,13 @@
 """Benchmark: many annotators on two Streamlit servers behind nginx, one PostgreSQL database.
 
-    python -m bench.bench_scaleout [--store 100] [--browsers 4] [--seconds 60] [--kill-after 30]
+    python -m bench.bench_scaleout [--store 100] [--browsers 4] [--seconds 60] [--kill-after 30] [--think LO HI]
 
-Store annotators vote through the service layer the pages call (think time 50-250 ms);
-browser annotators vote with the keyboard in Chromium through nginx, half pinned to each
-server.  With ``--kill-after`` one server is killed with SIGKILL mid-run.  Prints the
+Store annotators vote through the service layer the pages call (judgement saved + next item
+claimed, as a key press does); browser annotators vote with the keyboard in Chromium through
+nginx, half pinned to each server.  Everyone reads each item ``--think`` seconds (uniform; by
+default store annotators 0.05-0.25 s and browsers not at all: a stress run); issue 16's load run
+is ``--store 46 --browsers 4 --think 5 20 --seconds 180 --kill-after 0``: 50 annotators at
+a person's pace, key press -> next item p50 / p95.  With ``--kill-after`` one server is killed with SIGKILL mid-run.  Prints the
 machine, sustained annotators, votes per second, p50 / p99 latency per kind, and whether the
 database equals the votes sent.
 """
@@ -36,6 +39,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--kill-after", type=float, default=30, help="seconds; 0: no kill")
     parser.add_argument("--dialogues", type=int, default=3000)
+    parser.add_argument("--think", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                        help="seconds each annotator reads an item (store and browser annotators alike)")  # fmt: skip
     args = parser.parse_args()
 
     from sqlalchemy import func, select
@@ -72,10 +77,13 @@ def main() -> None:
     cluster = Cluster(url, work / "cluster")
     ledger, stop = Ledger(), threading.Event()
     started = time.time()
-    threads = [threading.Thread(target=browser_annotator, args=(cluster.url, route, name, f"{name}-password", ledger, stop))
+    store_think, web_think = (args.think, args.think) if args.think else ((0.05, 0.25), (0.0, 0.0))
+    threads = [threading.Thread(target=browser_annotator,
+                                args=(cluster.url, route, name, f"{name}-password", ledger, stop, None, tuple(web_think)))
                for name, route in browsers]  # fmt: skip
     threads += [
-        threading.Thread(target=store_annotator, args=(engine, p, study_id, ledger, stop, i)) for i, p in enumerate(people)
+        threading.Thread(target=store_annotator, args=(engine, p, study_id, ledger, stop, i, tuple(store_think)))
+        for i, p in enumerate(people)
     ]
     try:
         for thread in threads[: len(browsers)]:  # browsers log in first, then the load starts
@@ -108,12 +116,13 @@ def main() -> None:
     extra = sum(stored.values()) - total
     print(f"votes acknowledged: {total} in {elapsed:.1f} s = {total / elapsed:.1f} votes/s; "
           f"sustained annotators: {sum(1 for n in ledger.acknowledged if ledger.acknowledged[n])}")  # fmt: skip
-    print(f"store calls (judgement transaction)  p50 {1e3 * statistics.median(store_latency):.1f} ms  "
-          f"p99 {1e3 * percentile(store_latency, 0.99):.1f} ms")  # fmt: skip
+    print(f"store calls (judgement saved + next item)  p50 {1e3 * statistics.median(store_latency):.1f} ms  "
+          f"p95 {1e3 * percentile(store_latency, 0.95):.1f} ms  p99 {1e3 * percentile(store_latency, 0.99):.1f} ms")  # fmt: skip
     web = [n for n in ledger.acknowledged if n not in store_names]
     print(f"browser votes: {sum(ledger.acknowledged[n] for n in web)} acknowledged, {sum(ledger.in_flight.values())} in flight "
-          f"at the kill; key press -> next item p50 {1e3 * statistics.median(web_latency or [float('nan')]):.0f} ms  "
-          f"p99 {1e3 * percentile(web_latency, 0.99):.0f} ms")  # fmt: skip
+          f"at the kill; key press -> next item ({len(web_latency)} presses) "
+          f"p50 {1e3 * statistics.median(web_latency or [float('nan')]):.0f} ms  "
+          f"p95 {1e3 * percentile(web_latency, 0.95):.0f} ms  p99 {1e3 * percentile(web_latency, 0.99):.0f} ms")  # fmt: skip
     print(f"database: {sum(stored.values())} votes; acknowledged but missing: {lost}; stored beyond acknowledged: {extra} "
           f"(at most the in-flight ones)")  # fmt: skip
     engine.dispose()

@@ -23,6 +23,7 @@ class ItemRecord:
     payload: dict
     gold: dict | None
     capacity: int
+    pi: float | None = None  # inclusion probability under an adaptive design (annotate.allocation); None: uniform
 
 
 @dataclass

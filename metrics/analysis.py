@@ -328,3 +328,38 @@ def metrics_summary(
 def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
     """Attention-check answers of items (``key``, ``condition``, ``gold``): {((key, condition), question): value}."""
     return {((i.key, i.condition or ""), q): v for i in items if i.gold for q, v in i.gold.items()}
+
+
+def design_summary(
+    dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, pi: dict, *,
+    question: str = "satisfied", condition: str | None = None, allocation: dict | None = None,
+) -> dict:  # fmt: skip
+    """A study's estimates under its allocation design (``metrics.adaptive.design_report``): every
+    metric's correlation, every difference and λ*, each judged dialogue weighted by 1/π.  ``pi`` maps
+    (dialogue id, condition) to the dialogue's inclusion probability."""
+    from metrics import adaptive
+
+    if not dialogues:
+        return {}
+    chosen = condition if condition is not None else next(iter(dialogues))
+    rated = [v for v in votes.for_question(question) if v.condition == chosen]
+    scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
+    ids, values = per_dialogue_metrics(dialogues[chosen], scoring)
+    ratings = ratings_for(rated, ids, "mean", settings.tie)
+    n, sy, _ = ratings.sufficient()
+    position = {d: i for i, d in enumerate(ids)}
+    rows = np.array([position[d] for d in ratings.dialogue_ids], dtype=int)
+    judged = n > 0
+    rows, mean = rows[judged], sy[judged] / n[judged]
+    probabilities = np.array([pi.get((d, chosen), 1.0) or 1.0 for d in np.array(ratings.dialogue_ids)[judged]], dtype=float)
+    base = {"design": (allocation or {}).get("policy", "adaptive"), "allocation": allocation or {}, "condition": chosen}
+    if rows.size < 3:
+        return {**base, "note": "the design's estimates need votes on at least 3 dialogues"}
+    grid = np.linspace(*settings.grid)
+    _, on_grid = per_dialogue_metrics(dialogues[chosen], ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid)))
+    fga_grid = np.column_stack([on_grid[f"fga_{v:g}"] for v in grid])[rows]
+    report = adaptive.design_report(
+        {k: v[rows] for k, v in values.items()}, mean, probabilities, fga_grid=fga_grid, grid=grid,
+        resamples=settings.resamples, seed=settings.seed, adjust=settings.adjust,
+    )  # fmt: skip
+    return {**base, **report}

@@ -135,22 +135,31 @@ class Ledger:
             self.in_flight[name] = self.in_flight.get(name, 0) + 1
 
 
-def store_annotator(engine, user, study_id: int, ledger: Ledger, stop: threading.Event, seed: int) -> None:
-    """An annotator voting by direct store calls (the service layer the pages call)."""
+def store_annotator(engine, user, study_id: int, ledger: Ledger, stop: threading.Event, seed: int,
+                    think: tuple[float, float] = (0.05, 0.25)) -> None:  # fmt: skip
+    """An annotator voting by direct store calls (the service layer the pages call), reading each item
+    for ``think`` seconds (uniform); the latency recorded is the judgement saved and the next item
+    claimed, as the page does on a key press."""
     from sqlalchemy.exc import OperationalError
 
     from annotate import service
 
     rng = random.Random(seed)
+    item = None
     while not stop.is_set():
         try:
-            item = service.next_item(engine, user, study_id)
             if item is None:
+                item = service.next_item(engine, user, study_id)
+                if item is None:
+                    return
+            if stop.wait(rng.uniform(*think)):  # reading time
                 return
-            time.sleep(rng.uniform(0.05, 0.25))  # reading time
             start = time.perf_counter()
             service.submit(engine, user, item.id, {"satisfied": rng.choice("01")}, seconds=1.0)
+            item = service.next_item(engine, user, study_id)
             ledger.ack(user.name, time.perf_counter() - start)
+            if item is None:
+                return
         except OperationalError as err:  # a lost serialisation race: retried, never counted as sent
             ledger.errors.append(f"{user.name}: {type(err).__name__}")
             time.sleep(0.05)
@@ -185,8 +194,9 @@ def _judged(page) -> int | None:
 
 
 def browser_annotator(url: str, route: str, name: str, password: str, ledger: Ledger, stop: threading.Event,
-                      screenshots: Path | None = None) -> None:  # fmt: skip
-    """An annotator in a real Chromium, pinned to a server by its route cookie, voting with the keyboard."""
+                      screenshots: Path | None = None, think: tuple[float, float] = (0.0, 0.0)) -> None:  # fmt: skip
+    """An annotator in a real Chromium, pinned to a server by its route cookie, voting with the keyboard
+    after reading each item ``think`` seconds (uniform); latency: key press -> next item shown."""
     from playwright.sync_api import sync_playwright
 
     from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, wait_idle
@@ -204,7 +214,10 @@ def browser_annotator(url: str, route: str, name: str, password: str, ledger: Le
         page.get_by_role("button", name="Satisfied (1)").wait_for(timeout=60_000)
         wait_idle(page, timeout=60_000)
         ledger.ready.add(name)
+        rng = random.Random(name)
         while not stop.is_set():
+            if think[1] > 0 and stop.wait(rng.uniform(*think)):
+                break
             before = _judged(page)
             start = time.perf_counter()
             page.evaluate("document.activeElement && document.activeElement.blur()")

@@ -95,16 +95,28 @@ def get_kind(name: str) -> Kind:
 
 def analyse(
     kind: Kind, votes: VoteTable, items: Sequence, settings: AnalysisSettings, *, condition: str | None = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, allocation: dict | None = None,
 ) -> dict:  # fmt: skip
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
-    items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold."""
+    items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold.
+
+    ``design`` says how the study spent its judgements (``annotate.allocation``): ``uniform``, or
+    ``adaptive`` with every correlation, difference and λ* recomputed with 1/π weights
+    (``metrics.analysis.design_summary``): the unweighted sections then describe the judged dialogues
+    only, not the pool."""
     report = progress or (lambda fraction, text: None)
     report(0.1, "agreement")
     result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items))}
+    pi = {(i.key, i.condition or ""): i.pi for i in items if getattr(i, "pi", None) is not None}
+    result["design"] = {"design": "uniform"} if not pi else {"design": "adaptive", "allocation": allocation or {}}
     if votes.votes and kind.summarise is not None:
         dialogues = kind.dialogues(items) if kind.dialogues is not None else {}
         result.update(kind.summarise(votes, dialogues, settings, condition, report))
+        if pi and dialogues:
+            from metrics.analysis import design_summary
+
+            report(0.9, "estimates under the adaptive design")
+            result["design"] = design_summary(dialogues, votes, settings, pi, condition=condition, allocation=allocation)
     report(1.0, "done")
     return result
 

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from annotate import assignment, service
 from annotate.db import read_session, write_session
-from annotate.models import Assignment, Item, utcnow
+from annotate.models import Assignment, Item, VoteEvent, utcnow
 from tests.store_helpers import make_study
 
 
@@ -68,7 +68,8 @@ def test_the_counter_holds_under_fifty_concurrent_annotators(engine, fixtures):
 
 
 def test_a_database_of_the_previous_revision_is_carried_forward(tmp_path, fixtures):
-    """Made at revision 0007 with assignments in it, upgraded: the counters equal its assignments."""
+    """Made at revision 0007 with assignments and a vote in it, upgraded: the counters equal its assignments, the
+    vote is kept, every item is judged under the uniform design."""
     from alembic import command
     from alembic.config import Config
 
@@ -93,7 +94,12 @@ def test_a_database_of_the_previous_revision_is_carried_forward(tmp_path, fixtur
         for n, (item, who, status) in enumerate(rows):
             connection.exec_driver_sql("INSERT INTO assignments (id, study_id, item_id, annotator_id, status, assigned_at)"
                                        f" VALUES ({n + 1}, 1, {item}, {who}, '{status}', '2026-01-01')")  # fmt: skip
-    upgrade(engine)
+        connection.exec_driver_sql("INSERT INTO vote_events (item_id, annotator_id, question, value, comment, source, "
+                                   "created_at) VALUES (1, 1, 'satisfied', '1', '', 'human', '2026-01-01')")  # fmt: skip
+    upgrade(engine)  # through 0008 (holders) and 0009 (the allocation design): nothing of the study lost
     counters_match(engine, 1)
+    with read_session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(VoteEvent)) == 1
+        assert set(session.execute(select(Item.included, Item.pi)).all()) == {(True, None)}
     with read_session(engine) as session:
         assert dict(session.execute(select(Item.id, Item.holders)).all()) == {1: 2, 2: 0, 3: 1}

@@ -1,0 +1,205 @@
+"""How a study spends its judgements (issue 17): the uniform design or the adaptive one.
+
+* ``uniform`` (the default, what every study did before): every item is judged by ``overlap``
+  annotators (+ what an admin re-opens).
+* ``adaptive`` (satisfaction studies): before any vote, each dialogue gets an inclusion probability
+  π from the metrics alone (``metrics.adaptive``: where FGA and JGA disagree for the question
+  ``fga_vs_jga``, where FGA moves with λ for ``lambda``), sized so that the expected judgements fit
+  the budget, and one seeded draw decides which dialogues are judged (``Item.included``, ``Item.pi``).
+  Left-out items are never offered.  The analysis weights each judged dialogue by 1/π
+  (``metrics.analysis.design_summary``), so the estimates are for the whole pool.  Optionally
+  (``max_k`` above the overlap) a dialogue whose votes are split gets further votes, one at a time,
+  up to ``max_k``; one whose votes agree is settled at ``overlap``.
+
+Budget and stopping rule (both designs): with ``budget`` the study closes (is archived) once that many
+judgements are done; with ``target_width`` the Progress page shows the current 95% interval width of
+the study's main question, the judgements projected to reach the target (width shrinks as 1/√n), and
+closes the study when it is reached.
+
+The design must be chosen before the first vote: probabilities that depended on votes would no longer
+be known in advance, and the 1/π weights would not correct the selection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from annotate.assignment import DONE, release_study, study_row
+from annotate.kinds import StudyError, get_kind
+from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
+from metrics import adaptive
+
+QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
+SETTLED_WIDTH = 0.5  # a dialogue's mean rating is settled when its 95% interval is narrower than this
+MAIN_QUESTION = "satisfied"
+
+
+def design_of(settings: dict | None) -> dict:
+    """The study's allocation settings, defaults filled in."""
+    chosen = dict((settings or {}).get("allocation") or {})
+    return {"policy": "uniform", "question": "fga_vs_jga", "lambda": 0.5, "budget": None, "target_width": None,
+            "max_k": None, **chosen}  # fmt: skip
+
+
+def _scores(study: Study, items: list[Item], question: str, lam: float) -> dict[int, float]:
+    """Each item's informativeness for the question, from its dialogue's metrics, per condition."""
+    from metrics.analysis import per_dialogue_metrics
+    from metrics.corpus import ScoreSettings
+
+    kind = get_kind(study.kind)
+    scores: dict[int, float] = {}
+    for condition in dict.fromkeys(i.condition for i in items):
+        group = [i for i in items if i.condition == condition]
+        dialogues = kind.dialogues(group)[condition]
+        if question == "lambda":
+            grid = tuple(float(v) for v in np.linspace(0.05, 2.0, 40))
+            _, values = per_dialogue_metrics(dialogues, ScoreSettings(grid, tuple(f"{v:g}" for v in grid)))
+            score = adaptive.lambda_scores(np.column_stack([values[f"fga_{v:g}"] for v in grid]))
+        else:
+            _, values = per_dialogue_metrics(dialogues, ScoreSettings((lam,), (f"{lam:g}",)))
+            score = adaptive.comparison_scores(values[f"fga_{lam:g}"], values["jga"])
+        score = np.where(np.isfinite(score), score, np.nanmean(score) if np.isfinite(score).any() else 1.0)
+        scores.update({item.id: float(s) for item, s in zip(group, score, strict=True)})
+    return scores
+
+
+def set_allocation(session: Session, study: Study, by: Annotator | str, *, policy: str, question: str = "fga_vs_jga",
+                   budget: int | None = None, target_width: float | None = None, max_k: int | None = None,
+                   lam: float = 0.5) -> dict:  # fmt: skip
+    """Choose the study's design (before any vote); returns what was drawn: {policy, items, included,
+    expected_judgements}.  The caller holds the study's lock."""
+    from annotate.membership import record
+
+    if policy not in adaptive.POLICIES:
+        raise StudyError(f"allocation policy must be one of {', '.join(adaptive.POLICIES)}, not {policy!r}")
+    if question not in QUESTIONS:
+        raise StudyError(f"the study's question must be one of {', '.join(QUESTIONS)}, not {question!r}")
+    voted = session.scalar(
+        select(func.count(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study.id)
+    )
+    if voted:
+        raise StudyError("the design is chosen before the first vote (this study has votes): its probabilities must not "
+                         "depend on them")  # fmt: skip
+    if budget is not None and budget < study.overlap:
+        raise StudyError(f"a budget of {budget} judgements does not cover one dialogue ({study.overlap} votes)")
+    if target_width is not None and not target_width > 0:
+        raise StudyError("the target interval width must be positive")
+    if max_k is not None and max_k < study.overlap:
+        raise StudyError(f"max k ({max_k}) is below the overlap ({study.overlap})")
+    items = list(session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id)))
+    drawn = {"policy": policy, "items": len(items), "included": len(items)}
+    if policy == "adaptive":
+        if study.kind != "satisfaction":
+            raise StudyError("adaptive allocation chooses dialogues by their metric scores: satisfaction studies only")
+        if budget is None:
+            raise StudyError("an adaptive study needs a budget (judgements): it sets how many dialogues are drawn")
+        scores = _scores(study, items, question, lam)
+        rng = np.random.default_rng([int(study.settings.get("seed", 0)), 17])
+        conditions = list(dict.fromkeys(i.condition for i in items))
+        # planned votes per dialogue: max k when split dialogues may get more (the draw then fits the
+        # budget even if every dialogue needs max k), else the overlap
+        per_condition = budget / (max_k or study.overlap) / len(conditions)
+        included = 0
+        for condition in conditions:
+            group = [i for i in items if i.condition == condition]
+            pi = adaptive.inclusion_probabilities(np.array([scores[i.id] for i in group]), expected=per_condition)
+            take = adaptive.poisson_sample(pi, rng)
+            for item, p, t in zip(group, pi, take, strict=True):
+                item.pi, item.included = float(p), bool(t)
+            included += int(take.sum())
+        drawn.update(included=included, expected_dialogues=round(per_condition * len(conditions), 1))
+    else:
+        session.execute(update(Item).where(Item.study_id == study.id).values(pi=None, included=True))
+    chosen = {"policy": policy, "question": question, "lambda": lam, "budget": budget, "target_width": target_width,
+              "max_k": max_k}  # fmt: skip
+    old = design_of(study.settings)
+    study.settings = {**(study.settings or {}), "allocation": chosen}
+    record(session, study.id, by, "allocation", _describe(old), _describe(chosen) + f"; {drawn['included']} of "
+           f"{drawn['items']} items judged")  # fmt: skip
+    return drawn
+
+
+def _describe(design: dict) -> str:
+    parts = [design["policy"]]
+    if design["policy"] == "adaptive":
+        parts.append(f"question {design['question']}")
+    for key in ("budget", "target_width", "max_k"):
+        if design.get(key) is not None:
+            parts.append(f"{key} {design[key]:g}")
+    return ", ".join(parts)
+
+
+def judgements_done(session: Session, study_id: int) -> int:
+    return int(session.scalar(select(func.count()).where(Assignment.study_id == study_id, Assignment.status == DONE)) or 0)
+
+
+def _grows(design: dict, overlap: int) -> bool:
+    return design["policy"] == "adaptive" and bool(design["max_k"]) and design["max_k"] > overlap
+
+
+def before_judgement(session: Session, study_id: int, item_id: int) -> None:
+    """In the judgement's transaction, before the vote: a study whose split dialogues get more votes
+    locks the item first (items before assignments, the order every transaction takes them in), so
+    of judgements committing at once the last sees every vote when it decides."""
+    row = study_row(session, study_id)
+    if _grows(design_of(row.settings), row.overlap):
+        session.execute(select(Item.id).where(Item.id == item_id).with_for_update())
+
+
+def after_judgement(session: Session, study_id: int, item_id: int) -> None:
+    """In the judgement's transaction: a split dialogue of an adaptive study with ``max_k`` gets one
+    more place; a study whose budget is spent closes."""
+    design = design_of(study_row(session, study_id).settings)
+    if design["policy"] == "uniform" and design["budget"] is None:
+        return
+    study = session.get(Study, study_id)
+    if _grows(design, study.overlap):  # the item was locked by before_judgement
+        item = session.get(Item, item_id)
+        latest = (select(func.max(VoteEvent.id)).where(VoteEvent.item_id == item_id, VoteEvent.question == MAIN_QUESTION)
+                  .group_by(VoteEvent.annotator_id))  # fmt: skip
+        values = [float(v) for v in session.scalars(select(VoteEvent.value).where(VoteEvent.id.in_(latest)))]
+        capacity = study.overlap + item.extra_capacity
+        if len(values) >= capacity and capacity < design["max_k"]:
+            if not adaptive.settled(values, study.overlap, design["max_k"], SETTLED_WIDTH):
+                session.execute(update(Item).where(Item.id == item_id).values(extra_capacity=Item.extra_capacity + 1))
+    if design["budget"] is not None and not study.archived and judgements_done(session, study_id) >= design["budget"]:
+        close(session, study, "budget spent")
+
+
+def close(session: Session, study: Study, why: str) -> None:
+    """The study stops taking judgements (archived, places given back), recorded with the reason."""
+    from annotate.membership import record
+
+    record(session, study.id, "allocation", "archived", str(study.archived), f"True ({why})")
+    study.archived = True
+    release_study(session, study.id)
+
+
+def status(session: Session, study: Study, data, *, resamples: int = 300) -> dict:
+    """The design, the judgements spent, the current interval of the main question and its width, the
+    judgements projected to reach ``target_width``; ``data`` is the study's ``StudyData``."""
+    from metrics.analysis import AnalysisSettings, design_summary
+
+    design = design_of(study.settings)
+    spent = judgements_done(session, study.id)
+    result = {**design, "spent": spent, "width": None, "estimate": None, "ci": None, "projected": None, "reached": False}
+    if study.kind != "satisfaction" or not data.dialogues:
+        return result
+    pi = {(i.key, i.condition): (i.pi or 1.0) for i in data.items}
+    settings = AnalysisSettings(lambdas=(float(design["lambda"]),), resamples=resamples, grid=(0.05, 2.0, 40))
+    summary = design_summary(data.dialogues, data.vote_table(), settings, pi, allocation=design)
+    if design["question"] == "lambda" and summary.get("lambda"):
+        found = summary["lambda"]
+        result.update(estimate=found["lambda_star"], ci=found["ci"], width=found["ci_width"])
+    elif summary.get("differences"):
+        label = f"fga_{float(design['lambda']):g}"
+        pair = next((d for d in summary["differences"] if {d["a"], d["b"]} == {label, "jga"}), None)
+        if pair is not None and pair["diff_ci"] is not None:
+            sign = 1 if pair["a"] == label else -1
+            low, high = sorted(sign * v for v in pair["diff_ci"])
+            result.update(estimate=sign * pair["diff"], ci=[low, high], width=high - low)
+    result["projected"] = adaptive.projected_judgements(spent, result["width"], design["target_width"])
+    result["reached"] = bool(design["target_width"] and result["width"] is not None and result["width"] <= design["target_width"])
+    return result

@@ -1,0 +1,229 @@
+"""Spending fewer judgements: which dialogues to judge, with known probabilities, and the estimates
+that stay unbiased for the whole pool (issue 17).
+
+The design is Poisson sampling with unequal, known inclusion probabilities (Horvitz & Thompson
+1952), with the probabilities chosen the way active inference chooses them (Zrnic & Candès 2024,
+"Active Statistical Inference"): in proportion to how much a dialogue can move the answer to the
+study's question, computed from the metrics alone, before any vote.
+
+* The question "does metric A track people better than metric B" is moved by dialogues on which A
+  and B disagree (their standardised scores differ); a dialogue on which they agree adds almost the
+  same to both correlations.  ``comparison_scores`` is ``|z_A - z_B|``.
+* The question "which λ" is moved by dialogues whose FGA changes with λ; ``lambda_scores`` is the
+  spread of the standardised FGA over the λ grid.
+
+Each dialogue d is judged with probability ``π_d = min(1, c · (score_d + floor))``, ``c`` set so that
+the expected number of judged dialogues fits the budget, and every π_d ≥ ``floor_share`` of the
+uniform rate, so no dialogue is left out for certain.  The estimates weight each judged dialogue by
+``1 / π_d`` (Hájek's ratio form): a weighted Pearson correlation, the same as the ordinary one when
+every π is equal; λ* maximises the weighted correlation.  Intervals come from the bootstrap over the
+judged dialogues with their weights (the unit of resampling: dialogues).
+
+>>> import numpy as np
+>>> pi = inclusion_probabilities(np.array([0.0, 0.0, 1.0, 3.0]), expected=2.0)
+>>> [round(float(p), 3) for p in pi], round(float(pi.sum()), 6)
+([0.167, 0.167, 0.667, 1.0], 2.0)
+>>> h = np.array([0.2, 0.4, 0.9, 0.5]); m = np.array([0.1, 0.5, 0.8, 0.4])
+>>> round(weighted_r(m, h, np.ones(4)), 6) == round(float(np.corrcoef(m, h)[0, 1]), 6)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+POLICIES = ("uniform", "adaptive")
+
+
+def _z(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    spread = values.std()
+    return (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+
+
+def comparison_scores(metric_a: np.ndarray, metric_b: np.ndarray) -> np.ndarray:
+    """How much each dialogue bears on r(A) - r(B): the gap between the two standardised metrics."""
+    return np.abs(_z(metric_a) - _z(metric_b))
+
+
+def lambda_scores(fga_by_lambda: np.ndarray) -> np.ndarray:
+    """How much each dialogue bears on λ*: the spread (SD) of its standardised FGA over the λ grid
+    (``fga_by_lambda`` is dialogues x λ)."""
+    grid = np.asarray(fga_by_lambda, dtype=float)
+    z = np.column_stack([_z(grid[:, j]) for j in range(grid.shape[1])])
+    return z.std(axis=1)
+
+
+def inclusion_probabilities(scores: np.ndarray, expected: float, floor_share: float = 0.25) -> np.ndarray:
+    """π_d proportional to ``scores + floor`` (capped at 1) with Σπ = ``expected`` dialogues; the
+    floor keeps every π at or above ``floor_share`` x expected / D, so each dialogue can be drawn."""
+    scores = np.asarray(scores, dtype=float)
+    d = scores.size
+    if expected >= d:
+        return np.ones(d)
+    if expected <= 0:
+        raise ValueError("the budget covers no dialogue")
+    mean = scores.mean() if scores.size else 0.0
+    base = scores + (floor_share * mean / max(1e-12, 1 - floor_share) if mean > 0 else 1.0)
+    pi = np.zeros(d)
+    fixed = np.zeros(d, dtype=bool)
+    for _ in range(d):  # those that reach 1 are taken for certain; the rest share what is left
+        free = ~fixed
+        scale = (expected - fixed.sum()) / base[free].sum()
+        pi[free] = base[free] * scale
+        over = free & (pi >= 1)
+        if not over.any():
+            break
+        fixed |= over
+        pi[fixed] = 1.0
+    return np.clip(pi, 0.0, 1.0)
+
+
+def poisson_sample(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Which dialogues are judged: each independently with its π."""
+    return rng.random(len(pi)) < pi
+
+
+def weighted_r(metric: np.ndarray, rating: np.ndarray, weights: np.ndarray) -> float:
+    """Pearson r with dialogue weights (1/π: Hájek); NaN when a variance is 0."""
+    w = np.asarray(weights, dtype=float) / np.sum(weights)
+    x, y = np.asarray(metric, dtype=float), np.asarray(rating, dtype=float)
+    mx, my = w @ x, w @ y
+    cov = w @ ((x - mx) * (y - my))
+    vx, vy = w @ (x - mx) ** 2, w @ (y - my) ** 2
+    return float(cov / np.sqrt(vx * vy)) if vx > 0 and vy > 0 else float("nan")
+
+
+def _weighted_r_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``weighted_r`` for each row of weights ``w`` (B x n); ``x`` n or n x K -> B (x K)."""
+    w = w / w.sum(axis=1, keepdims=True)
+    x2 = x if x.ndim == 2 else x[:, None]
+    mx, my = w @ x2, (w @ y)[:, None]
+    sxy, sxx, syy = w @ (x2 * y[:, None]), w @ x2**2, (w @ y**2)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (sxy - mx * my) / np.sqrt((sxx - mx**2) * (syy - my**2))
+    return r if x.ndim == 2 else r[:, 0]
+
+
+def _boot_weights(weights: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    counts = rng.multinomial(len(weights), np.full(len(weights), 1 / len(weights)), size=resamples)
+    return counts * weights[None, :]
+
+
+def compare(metric_a: np.ndarray, metric_b: np.ndarray, rating: np.ndarray, weights: np.ndarray, *,
+            resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:  # fmt: skip
+    """r(A), r(B) and r(A) - r(B) over the judged dialogues, weighted by ``weights`` (1/π), with
+    percentile bootstrap intervals over dialogues (weights kept with their dialogues)."""
+    x = np.column_stack([metric_a, metric_b]).astype(float)
+    y = np.asarray(rating, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    r = _weighted_r_rows(x, y, w[None, :])[0]
+    row = {"r_a": float(r[0]), "r_b": float(r[1]), "diff": float(r[0] - r[1]), "n": int(len(y)),
+           "ci": None, "ci_width": None, "method": "weighted Pearson (1/π, Hájek), bootstrap over dialogues"}  # fmt: skip
+    if resamples > 0 and len(y) >= 3:
+        boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
+        diffs = boot[:, 0] - boot[:, 1]
+        diffs = diffs[np.isfinite(diffs)]
+        if diffs.size:
+            tail = (1 - confidence) / 2 * 100
+            low, high = np.percentile(diffs, [tail, 100 - tail])
+            row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
+    return row
+
+
+def lambda_star(fga_by_lambda: np.ndarray, grid: Sequence[float], rating: np.ndarray, weights: np.ndarray, *,
+                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:  # fmt: skip
+    """λ* = the grid value whose FGA correlates best (weighted) with the ratings, with a percentile
+    bootstrap interval over dialogues."""
+    grid = np.asarray(grid, dtype=float)
+    x = np.asarray(fga_by_lambda, dtype=float)
+    y, w = np.asarray(rating, dtype=float), np.asarray(weights, dtype=float)
+    r = _weighted_r_rows(x, y, w[None, :])[0]
+    best = float(grid[int(np.nanargmax(r))]) if np.isfinite(r).any() else None
+    row = {"lambda_star": best, "r": None if best is None else float(np.nanmax(r)), "n": int(len(y)),
+           "ci": None, "ci_width": None, "method": "argmax weighted Pearson (1/π), bootstrap over dialogues"}  # fmt: skip
+    if resamples > 0 and len(y) >= 3 and best is not None:
+        boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
+        ok = np.isfinite(boot).any(axis=1)
+        stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
+        tail = (1 - confidence) / 2 * 100
+        low, high = np.percentile(stars, [tail, 100 - tail])
+        row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
+    return row
+
+
+def settled(votes: Sequence[float], min_k: int, max_k: int, width: float = 0.5) -> bool:
+    """Whether a dialogue needs no more votes: it has ``max_k``, or at least ``min_k`` whose mean's
+    95% interval (normal, with the votes' SD, at least one scale step's worth) is narrower than
+    ``width`` on the rating scale."""
+    k = len(votes)
+    if k >= max_k:
+        return True
+    if k < min_k:
+        return False
+    values = np.asarray(votes, dtype=float)
+    spread = max(float(values.std(ddof=1)) if k > 1 else 0.0, 0.0)
+    return 2 * 1.96 * spread / np.sqrt(k) < width
+
+
+def projected_judgements(spent: int, width: float | None, target: float | None) -> int | None:
+    """Judgements needed in all to bring the interval from ``width`` to ``target`` (width shrinks as
+    1/√n: spent x (width / target)²); None when either is unknown."""
+    if not width or not target or spent <= 0:
+        return None
+    return int(np.ceil(spent * (width / target) ** 2))
+
+
+def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: np.ndarray, *, fga_grid: np.ndarray | None = None,
+                  grid: Sequence[float] = (), resamples: int = 1000, seed: int = 0, adjust: str = "holm",
+                  confidence: float = 0.95) -> dict:  # fmt: skip
+    """Every correlation, difference and λ* of a study under its design: each judged dialogue weighted
+    by 1/π (``pi``), intervals from the bootstrap over the judged dialogues (weights kept), p-values of
+    the differences from the same bootstrap (twice the smaller tail share), adjusted over the pairs.
+
+    ``metric_values[name]`` and ``rating`` (the dialogue's mean rating) are per judged dialogue;
+    ``fga_grid`` (dialogues x λ) with ``grid`` gives λ*.  With every π equal the estimates are the
+    ordinary (unweighted) Pearson correlations."""
+    from metrics.correlation import adjust_p
+
+    w = 1 / np.asarray(pi, dtype=float)
+    y = np.asarray(rating, dtype=float)
+    names = [name for name, values in metric_values.items() if np.isfinite(values).all() and np.ptp(values) > 0]
+    x = np.column_stack([np.asarray(metric_values[name], dtype=float) for name in names]) if names else np.zeros((len(y), 0))
+    r = _weighted_r_rows(x, y, w[None, :])[0] if names else np.zeros(0)
+    boot = None
+    if resamples > 0 and len(y) >= 3 and names:
+        boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
+    tail = (1 - confidence) / 2 * 100
+    n_eff = float(w.sum() ** 2 / (w**2).sum()) if len(w) else 0.0
+
+    def interval(values):
+        values = values[np.isfinite(values)]
+        return None if values.size < 10 else [float(v) for v in np.percentile(values, [tail, 100 - tail])]
+
+    rows = [{"metric": name, "n": int(len(y)), "n_effective": round(n_eff, 1), "pearson": float(r[j]),
+             "bootstrap_ci": None if boot is None else interval(boot[:, j])} for j, name in enumerate(names)]  # fmt: skip
+    differences = []
+    for i, a in enumerate(names):
+        for j in range(i + 1, len(names)):
+            entry = {"a": a, "b": names[j], "diff": float(r[i] - r[j]), "diff_ci": None, "p_value": None}
+            if boot is not None:
+                d = boot[:, i] - boot[:, j]
+                d = d[np.isfinite(d)]
+                entry["diff_ci"] = interval(d)
+                if d.size:
+                    entry["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+            differences.append(entry)
+    tested = [e for e in differences if e["p_value"] is not None]
+    adjusted = adjust_p([e["p_value"] for e in tested], adjust)
+    if adjusted is not None:
+        for entry, value in zip(tested, adjusted, strict=True):
+            entry[f"p_{adjust}"] = value
+    result = {"n_judged": int(len(y)), "n_effective": round(n_eff, 1), "metrics": rows, "differences": differences,
+              "method": "Hájek-weighted Pearson (1/π), percentile bootstrap over judged dialogues",
+              "lambda": None}  # fmt: skip
+    if fga_grid is not None and len(grid) and len(y) >= 3:
+        result["lambda"] = lambda_star(fga_grid, grid, y, w, resamples=resamples, seed=seed, confidence=confidence)
+    return result
