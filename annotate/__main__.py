@@ -13,6 +13,8 @@
     python -m annotate study members NAME [--set A B ... | --add A ... | --remove A ... | --open]
     python -m annotate study guideline NAME FILE
     python -m annotate study overlap NAME K
+    python -m annotate study design NAME [--policy uniform|adaptive] [--question fga_vs_jga|lambda] [--lambda L]
+                       [--budget N] [--target-width W] [--max-k K] [--json]   (no option: the design and where it stands)
     python -m annotate study archive|unarchive NAME
     python -m annotate study changes NAME [--json]
     python -m annotate study delete NAME --confirm NAME   (refused while votes exist that were not exported)
@@ -95,6 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
     overlap = study.add_parser("overlap", help="annotators per item (k) from now on")
     overlap.add_argument("name")
     overlap.add_argument("k", type=int)
+    design = study.add_parser("design", help="how the study spends its judgements (before the first vote), or where it stands")
+    design.add_argument("name")
+    design.add_argument("--policy", choices=("uniform", "adaptive"))
+    design.add_argument("--question", choices=("fga_vs_jga", "lambda"), default="fga_vs_jga")
+    design.add_argument("--lambda", dest="lam", type=float, default=0.5, help="the FGA λ compared with JGA")
+    design.add_argument("--budget", type=int, help="judgements; the study closes once they are spent")
+    design.add_argument("--target-width", type=float, help="close the study when the 95%% interval is this narrow")
+    design.add_argument("--max-k", type=int, help="votes on a split dialogue, at most (adaptive)")
+    design.add_argument("--json", action="store_true")
     for action, what in (("archive", "hide the study from annotators"), ("unarchive", "show it to annotators again")):
         study.add_parser(action, help=what).add_argument("name")
     log = study.add_parser("changes", help="the study's change log (who changed what, when)")
@@ -282,6 +293,31 @@ def study_overlap(engine, args) -> None:
     _change(engine, args.name, "overlap", args.k)
 
 
+def study_design(engine, args) -> None:
+    """Set the design (with --policy), else print it with the judgements spent and the main question's
+    interval now (the study closes here, as on the Progress page, when the target width is reached)."""
+    from annotate import allocation, assignment, membership
+    from annotate.study_data import load_study
+
+    if args.policy:
+        with write_session(engine) as session:
+            study = assignment.lock_study(session, _study(session, args.name).id)
+            drawn = allocation.set_allocation(session, study, membership.CLI, policy=args.policy, question=args.question,
+                                              budget=args.budget, target_width=args.target_width, max_k=args.max_k,
+                                              lam=args.lam)  # fmt: skip
+        print(json.dumps(drawn) if args.json else f"{args.name}: {drawn['policy']}, {drawn['included']} of {drawn['items']} "
+              "items will be judged")  # fmt: skip
+        return
+    data = load_study(engine, args.name)
+    with read_session(engine) as session:
+        study = _study(session, args.name)
+        report = allocation.status(session, study, data)
+    if report["reached"]:
+        with write_session(engine) as session:
+            allocation.close_when_reached(session, assignment.lock_study(session, study.id), report)
+    print(json.dumps(report, indent=1) if args.json else allocation.allocation_line(report))
+
+
 def study_archive(engine, args) -> None:
     _change(engine, args.name, "archived", args.action == "archive")
 
@@ -364,6 +400,7 @@ COMMANDS = {
     ("study", "members"): study_members,
     ("study", "guideline"): study_guideline,
     ("study", "overlap"): study_overlap,
+    ("study", "design"): study_design,
     ("study", "archive"): study_archive,
     ("study", "unarchive"): study_archive,
     ("study", "changes"): study_changes,

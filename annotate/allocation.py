@@ -177,6 +177,16 @@ def close(session: Session, study: Study, why: str) -> None:
     release_study(session, study.id)
 
 
+def close_when_reached(session: Session, study: Study, report: dict) -> bool:
+    """Close the study (locked by the caller) if ``report`` (:func:`status`) says its target width is
+    reached and it is still open: True when closed now."""
+    if not report["reached"] or study.archived:
+        return False
+    close(session, study, f"target interval width {report['target_width']:g} reached")
+    report["closed"] = True
+    return True
+
+
 def status(session: Session, study: Study, data, *, resamples: int = 300) -> dict:
     """The design, the judgements spent, the current interval of the main question and its width, the
     judgements projected to reach ``target_width``; ``data`` is the study's ``StudyData``."""
@@ -184,7 +194,8 @@ def status(session: Session, study: Study, data, *, resamples: int = 300) -> dic
 
     design = design_of(study.settings)
     spent = judgements_done(session, study.id)
-    result = {**design, "spent": spent, "width": None, "estimate": None, "ci": None, "projected": None, "reached": False}
+    result = {**design, "spent": spent, "closed": bool(study.archived), "width": None, "estimate": None, "ci": None,
+              "projected": None, "reached": False}  # fmt: skip
     if study.kind != "satisfaction" or not data.dialogues:
         return result
     pi = {(i.key, i.condition): (i.pi or 1.0) for i in data.items}
@@ -203,3 +214,31 @@ def status(session: Session, study: Study, data, *, resamples: int = 300) -> dic
     result["projected"] = adaptive.projected_judgements(spent, result["width"], design["target_width"])
     result["reached"] = bool(design["target_width"] and result["width"] is not None and result["width"] <= design["target_width"])
     return result
+
+
+def allocation_line(status: dict) -> str:
+    """One line for people: the design, what was spent, where the main question stands.
+
+    >>> line = allocation_line({"policy": "adaptive", "question": "fga_vs_jga", "budget": 300, "spent": 120,
+    ...                         "estimate": 0.12, "ci": [0.02, 0.22], "width": 0.2, "target_width": 0.1, "projected": 480})
+    >>> for part in line.split("; "): print(part)
+    Design: adaptive, question r(FGA) - r(JGA)
+    120 of 300 judgements spent
+    now 0.12 [0.02, 0.22], width 0.2
+    target width 0.1: about 480 judgements in all
+    """
+    parts = [f"Design: {status['policy']}, question {QUESTIONS[status['question']]}"]
+    budget = f" of {status['budget']}" if status.get("budget") else ""
+    parts.append(f"{status['spent']}{budget} judgements spent")
+    if status.get("width") is not None:
+        low, high = status["ci"]
+        parts.append(f"now {status['estimate']:.3g} [{low:.3g}, {high:.3g}], width {status['width']:.3g}")
+    else:
+        parts.append("no interval yet (votes on at least 3 dialogues needed)")
+    if status.get("target_width"):
+        projected = status.get("projected")
+        parts.append(f"target width {status['target_width']:g}: " + (f"about {projected} judgements in all" if projected
+                                                                        else "projection after the first interval"))  # fmt: skip
+    if status.get("closed"):
+        parts.append("the study is closed")
+    return "; ".join(parts)

@@ -416,7 +416,9 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
     """
     now = now or utcnow()
     study = session.get(Study, study_id)
-    items = session.execute(select(Item.id, Item.key, Item.condition, Item.extra_capacity).where(Item.study_id == study_id)).all()
+    every = session.execute(select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included)
+                            .where(Item.study_id == study_id)).all()  # fmt: skip
+    items = [row[:4] for row in every if row[4]]  # an adaptive design's left-out items are not to be judged
     done = session.execute(
         select(Assignment.item_id, Annotator.name)
         .join(Annotator, Annotator.id == Assignment.annotator_id)
@@ -458,6 +460,7 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
         "kind": study.kind,
         "overlap": study.overlap,
         "items": len(items),
+        "items_left_out": len(every) - len(items),
         "judgements_done": finished,
         "judgements_needed": needed,
         "fraction_done": finished / needed if needed else 1.0,

@@ -68,6 +68,7 @@ class Item(Base):
     __table_args__ = (
         UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),
         Index("ix_items_open", "study_id", "condition", "included", "holders", "position"),
+        Index("ix_items_capacity", "study_id", "included", "extra_capacity"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, true
 
 from annotate import allocation, assignment, crowd, membership, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
@@ -155,13 +155,14 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
             .select_from(Assignment)
             .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == "done")
         )
-        total = session.scalar(select(func.count()).select_from(Item).where(Item.study_id == study_id))
+        # items to judge (an adaptive design leaves some out) and their extra places: from ix_items_capacity
+        total, extra = session.execute(
+            select(func.count(), func.sum(Item.extra_capacity)).where(Item.study_id == study_id, Item.included == true())
+        ).one()
         judged = session.scalar(
             select(func.count()).select_from(Assignment).where(Assignment.study_id == study_id, Assignment.status == "done")
         )
-        needed = total * study.overlap + (
-            session.scalar(select(func.sum(Item.extra_capacity)).where(Item.study_id == study_id)) or 0
-        )
+        needed = total * study.overlap + (extra or 0)
     return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
 
 
@@ -282,6 +283,12 @@ def set_allocation(engine: Engine, user: Annotator, study_id: int, *, policy: st
                                          target_width=target_width, max_k=max_k, lam=lam)  # fmt: skip
 
 
+def allocation_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
+    require_admin(user)
+    with read_session(engine) as session:
+        return allocation.design_of(session.get(Study, study_id).settings)
+
+
 def allocation_status(engine: Engine, user: Annotator, study_id: int) -> dict:
     """The design, judgements spent, the main question's current interval and width, the judgements
     projected to reach the target; a study whose target width is reached is closed here (archived)."""
@@ -293,10 +300,7 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int) -> dict:
         report = allocation.status(session, session.get(Study, study_id), data)
     if report["reached"]:
         with write_session(engine) as session:
-            study = assignment.lock_study(session, study_id)
-            if not study.archived:
-                allocation.close(session, study, f"target interval width {report['target_width']:g} reached")
-                report["closed_now"] = True
+            report["closed_now"] = allocation.close_when_reached(session, assignment.lock_study(session, study_id), report)
     return report
 
 

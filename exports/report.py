@@ -47,6 +47,7 @@ def sections(data, analysis: dict, settings) -> list[Table]:
         ["judgements", f"{progress['judgements_done']} / {progress['judgements_needed']}"],
         ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
         ["vote events", str(progress["vote_events"])],
+        *([["items left out by the adaptive design", str(progress["items_left_out"])]] if progress.get("items_left_out") else []),
     ]  # fmt: skip
     tables = [
         Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),

@@ -343,6 +343,9 @@ def design_summary(
         return {}
     chosen = condition if condition is not None else next(iter(dialogues))
     rated = [v for v in votes.for_question(question) if v.condition == chosen]
+    base = {"design": (allocation or {}).get("policy", "adaptive"), "allocation": allocation or {}, "condition": chosen}
+    if len({v.item for v in rated}) < 3:
+        return {**base, "note": "the design's estimates need votes on at least 3 dialogues"}
     scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
     ids, values = per_dialogue_metrics(dialogues[chosen], scoring)
     ratings = ratings_for(rated, ids, "mean", settings.tie)
@@ -352,7 +355,6 @@ def design_summary(
     judged = n > 0
     rows, mean = rows[judged], sy[judged] / n[judged]
     probabilities = np.array([pi.get((d, chosen), 1.0) or 1.0 for d in np.array(ratings.dialogue_ids)[judged]], dtype=float)
-    base = {"design": (allocation or {}).get("policy", "adaptive"), "allocation": allocation or {}, "condition": chosen}
     if rows.size < 3:
         return {**base, "note": "the design's estimates need votes on at least 3 dialogues"}
     grid = np.linspace(*settings.grid)

@@ -229,11 +229,35 @@ def calibration_table(calibration: dict) -> Table:
     return Table("λ calibration for FGA", ("", "value", "95% CI"), rows, notes)
 
 
+def design_table(design: dict) -> Table:
+    """How the study spent its judgements; under the adaptive design, every correlation, difference and
+    λ* weighted by 1/π (``metrics.adaptive.design_report``)."""
+    if design.get("design") != "adaptive":
+        return Table("Design", (), [], ["uniform: every item was offered to k annotators; the estimates below are the "
+                                        "ordinary (unweighted) ones"])  # fmt: skip
+    allocation = design.get("allocation") or {}
+    chosen = ", ".join(f"{k} {v}" for k, v in allocation.items() if v is not None)
+    notes = [f"adaptive ({chosen}): dialogues were drawn with known probabilities π from the metrics, before any "
+             "vote; each judged dialogue is weighted by 1/π (Hájek), so these estimates hold for the whole pool, "
+             "while the unweighted tables below describe the judged dialogues only"]  # fmt: skip
+    if "note" in design:
+        return Table("Design: adaptive", (), [], [*notes, design["note"]])
+    rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
+    key = next((k for k in ("p_holm", "p_bh") if any(k in d for d in design["differences"])), None)
+    rows += [[f"r {d['a']} - r {d['b']}", number(d["diff"]), interval(d["diff_ci"]), p_value(d["p_value"]),
+              p_value(d.get(key)) if key else "—"] for d in design["differences"]]  # fmt: skip
+    if design.get("lambda"):
+        found = design["lambda"]
+        rows.append(["λ*", number(found["lambda_star"]), interval(found["ci"]), "", ""])
+    notes.append(f"{design['n_judged']} dialogues judged, effective n {design['n_effective']}; {design['method']}")
+    return Table("Design: adaptive (estimates for the pool)", ("estimate", "value", "95% CI", "p", "p adjusted"), rows, notes)
+
+
 def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     """Every table of a study's analysis, in reading order."""
     if "agreement" not in analysis:
         return [Table("Results", (), [], ["No votes yet."])]
-    tables = [agreement_table(analysis["agreement"])]
+    tables = [design_table(analysis.get("design") or {"design": "uniform"}), agreement_table(analysis["agreement"])]
     if "coco" in analysis:
         tables.append(coco_table(analysis["coco"]))
     tables.append(majority_summary(analysis["majority"], tie))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import service
+from annotate.allocation import QUESTIONS, allocation_line
 from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
 from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top
@@ -89,9 +90,10 @@ def _create_form(engine, user) -> None:
 
 def _change_study(engine, user, study) -> None:
     """The chosen study's settings, one tab each; every change is recorded (the change log tab)."""
-    people, numbers, crowd_tab, delete_tab, log_tab = st.tabs(
-        ["Annotators and guideline", "Overlap, re-open, gold", "Crowd workers", "Archive or delete", "Change log"]
-    )
+    people, numbers, design_tab, crowd_tab, delete_tab, log_tab = st.tabs(
+        ["Annotators and guideline", "Overlap, re-open, gold", "Design and budget", "Crowd workers", "Archive or delete",
+         "Change log"]
+    )  # fmt: skip
     with people:
         _membership_and_guideline(engine, user, study)
     with numbers:
@@ -111,6 +113,8 @@ def _change_study(engine, user, study) -> None:
                 count = guard(lambda: service.set_gold(engine, user, study.id, gold.name, gold.getvalue()))
                 if count:
                     st.success(f"{int(count)} gold answers stored.")
+    with design_tab:
+        _design_settings(engine, user, study)
     with crowd_tab:
         _crowd_settings(engine, user, study)
     with delete_tab:
@@ -136,6 +140,34 @@ def _membership_and_guideline(engine, user, study) -> None:
         text = st.text_area("Guideline", value=study.guideline, height=120)
         if st.form_submit_button("Save the guideline"):
             guard(lambda: service.set_guideline(engine, user, study.id, text), "Guideline saved.")
+
+
+def _design_settings(engine, user, study) -> None:
+    """How the study spends its judgements (annotate.allocation): chosen before the first vote."""
+    current = service.allocation_settings(engine, user, study.id)
+    st.caption("Chosen before the first vote. A budget closes the study once spent; a target width when reached.")
+    explained = ("Uniform: every item gets k votes. Adaptive (satisfaction studies): dialogues are drawn with known "
+                 "probabilities, more where the metrics disagree (or where FGA moves with λ), and the analysis weights "
+                 "each judged dialogue by 1/π, so its estimates hold for every dialogue.")  # fmt: skip
+    note = st.empty()  # the outcome shows above the form, where the eye is
+    with st.form(f"design-{study.id}"):
+        left, middle, right = st.columns(3)
+        policy = left.radio("Design", ["uniform", "adaptive"], index=["uniform", "adaptive"].index(current["policy"]),
+                            horizontal=True, help=explained)  # fmt: skip
+        questions = list(QUESTIONS)
+        question = middle.selectbox("The study's question", questions, index=questions.index(current["question"]),
+                                    format_func=QUESTIONS.get)  # fmt: skip
+        lam = right.number_input("FGA λ compared with JGA", min_value=0.0, value=float(current["lambda"]), step=0.05)
+        budget = left.number_input("Budget (judgements; 0: none)", min_value=0, value=int(current["budget"] or 0))
+        target = middle.number_input("Target 95% interval width (0: none)", min_value=0.0, value=float(current["target_width"]
+                                     or 0.0), step=0.01, format="%.3f")  # fmt: skip
+        max_k = right.number_input("Max votes on a split dialogue (0: k)", min_value=0, value=int(current["max_k"] or 0))
+        if st.form_submit_button("Set the design"):
+            drawn = guard(lambda: service.set_allocation(engine, user, study.id, policy=policy, question=question,
+                                                         budget=int(budget) or None, target_width=float(target) or None,
+                                                         max_k=int(max_k) or None, lam=float(lam)))  # fmt: skip
+            if drawn:
+                note.success(f"Design set: {drawn['policy']}, {drawn['included']} of {drawn['items']} items will be judged.")
 
 
 def _crowd_settings(engine, user, study) -> None:
@@ -227,9 +259,12 @@ def progress_page() -> None:
     report = service.study_progress(engine, user, study.id)
     left, middle, right = st.columns(3)
     left.metric("Judgements", f"{report['judgements_done']} / {report['judgements_needed']}")
-    middle.metric("Items complete", f"{report['items_complete']} / {report['items']}")
+    middle.metric("Items complete", f"{report['items_complete']} / {report['items']}",
+                  help=f"{report['items_left_out']} items left out by the adaptive design's draw" if report["items_left_out"]
+                  else None)  # fmt: skip
     right.metric("Vote events", report["vote_events"])
     st.progress(report["fraction_done"])
+    _design_status(engine, user, study)
     st.subheader("Per annotator")
     st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
                "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
@@ -257,6 +292,21 @@ def progress_page() -> None:
     votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)
     votes_download_button(engine, user, study, "Every vote event (CSV)", history=True, key="events", container=right)
     export_section(study, user)
+
+
+def _design_status(engine, user, study) -> None:
+    """The design's line on Progress: budget spent, the main question's interval now, the judgements
+    projected to reach the target width; the study closes here when the target is reached."""
+    design = service.allocation_settings(engine, user, study.id)
+    if design["policy"] == "uniform" and not design["budget"] and not design["target_width"]:
+        st.caption("Design: uniform (every item gets k votes); no budget or target width set (Studies, Design and budget).")
+        return
+    status = guard(lambda: service.allocation_status(engine, user, study.id))
+    if not status:
+        return
+    st.text(allocation_line(status))  # numbers only: shown as text
+    if status.get("closed_now"):
+        st.success("The target interval width is reached: the study is closed (archived) and takes no more judgements.")
 
 
 def export_section(study, user) -> None:

@@ -79,6 +79,11 @@ def render() -> None:
     if not result.get("n_votes"):
         st.info("No votes yet.")
         return
+    design = result.get("design") or {"design": "uniform"}
+    if design["design"] == "adaptive":
+        show_table(present.design_table(design))
+    else:
+        st.caption(present.design_table(design).notes[0].replace("uniform:", "Design: uniform —"))
     _agreement_section(result["agreement"])
     if "coco" in result:
         show_table(present.coco_table(result["coco"]))

@@ -258,3 +258,57 @@ def test_a_study_with_votes_is_deleted_only_after_its_votes_are_downloaded(brows
     screenshot(page, "58-deleted")
     with read_session(server.engine) as session:
         assert session.get(Study, study.id) is None
+
+
+def test_an_adaptive_design_is_set_followed_on_progress_and_weighted_in_the_analysis(browser, server, tmp_path):  # noqa: F811
+    """Issue 17: the admin chooses the adaptive design with a budget and a target width; Progress shows
+    the judgements spent, the interval now and the judgements projected; Analysis weights by 1/π."""
+    from bench.corpus import build
+
+    corpus = tmp_path / "pool.json"
+    corpus.write_text(json.dumps(build(60)))
+    with write_session(server.engine) as session:
+        create_study(session, "Adaptive pool", "satisfaction", [corpus], overlap=3)
+    page = new_page(browser, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    open_study_settings(page, "Adaptive pool", "Design and budget")
+    page.get_by_text("adaptive", exact=True).click()
+    page.get_by_label("Budget (judgements; 0: none)").fill("90")
+    page.get_by_label("Target 95% interval width (0: none)").fill("0.05")
+    button = page.get_by_role("button", name="Set the design")
+    assert in_viewport(page, button)
+    after_run(page, button.click)
+    outcome = page.get_by_text(re.compile(r"Design set: adaptive, \d+ of 60 items will be judged"))
+    outcome.wait_for()
+    assert in_viewport(page, outcome)
+    screenshot(page, "60-design-settings")
+    with read_session(server.engine) as session:
+        study = session.scalar(select(Study).where(Study.name == "Adaptive pool"))
+        drawn = session.scalars(select(Item).where(Item.study_id == study.id, Item.included.is_(True))).all()
+    assert 0 < len(drawn) < 60 and study.settings["allocation"]["budget"] == 90
+    from annotate.auth import PermissionDenied
+
+    for n, name in enumerate(("ann1", "ann2", "ann3")):  # the three demo annotators judge what was drawn
+        person = store_log_in(server.engine, name, f"demo-{name}-pw")[0]
+        try:
+            while (item := service.next_item(server.engine, person, study.id)) is not None:
+                assert item.included
+                service.submit(server.engine, person, item.id, {"satisfied": str((item.position + n) % 2)})
+        except PermissionDenied:  # the budget is spent: the study closed
+            break
+    page.get_by_role("link", name="Progress").click()
+    page.get_by_role("heading", name="Progress").wait_for()
+    wait_idle(page)
+    pick(page, "Study", "Adaptive pool")
+    line = page.get_by_text(re.compile(r"Design: adaptive, question r\(FGA\) - r\(JGA\); \d+ of 90 judgements spent; now "))
+    line.wait_for()
+    assert "target width 0.05: about" in line.inner_text()
+    assert in_viewport(page, line)
+    screenshot(page, "61-design-progress")
+    page.get_by_role("link", name="Analysis").click()
+    page.get_by_role("heading", name="Analysis").wait_for()
+    wait_idle(page)
+    pick(page, "Study", "Adaptive pool")
+    page.get_by_role("heading", name="Design: adaptive (estimates for the pool)").wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"dialogues judged, effective n")).wait_for()
+    screenshot(page, "62-design-analysis")

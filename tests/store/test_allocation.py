@@ -144,6 +144,10 @@ def test_the_analysis_of_an_adaptive_study_is_weighted_and_says_so(engine, tmp_p
     assert {"jga", "fga_0.5"} <= names and design["lambda"]["lambda_star"] is not None
     pair = next(d for d in design["differences"] if {d["a"], d["b"]} == {"jga", "fga_0.5"})
     assert pair["diff_ci"][0] <= pair["diff"] <= pair["diff_ci"][1] and "p_holm" in pair
+    from exports.report import to_markdown
+
+    report = to_markdown(data, result, settings).decode()
+    assert "Design: adaptive" in report and "estimates for the pool" in report and "r jga" in report
     status = service.allocation_status(engine, admin, study.id)
     assert status["policy"] == "adaptive" and status["spent"] > 0 and status["width"] > 0.01
     assert status["projected"] > status["spent"]  # the target is far: more judgements projected
@@ -153,3 +157,22 @@ def test_the_analysis_of_an_adaptive_study_is_weighted_and_says_so(engine, tmp_p
     assert service.allocation_status(engine, admin, study.id)["reached"]
     with read_session(engine) as session:
         assert session.get(Study, study.id).archived
+
+
+def test_the_design_from_the_command_line(db_url, tmp_path):
+    from tests.store.test_annotate_cli import cli, ok
+
+    corpus = tmp_path / "pool.json"
+    corpus.write_text(json.dumps(build(40)))
+    ok(cli(db_url, "init"))
+    ok(cli(db_url, "study", "create", "pool", "--kind", "satisfaction", str(corpus)))
+    refused = cli(db_url, "study", "design", "pool", "--policy", "adaptive")
+    assert refused.returncode != 0 and "needs a budget" in refused.stderr
+    drawn = json.loads(ok(cli(db_url, "study", "design", "pool", "--policy", "adaptive", "--budget", "45",
+                              "--target-width", "0.3", "--json")))  # fmt: skip
+    assert drawn["policy"] == "adaptive" and drawn["items"] == 40 and 0 < drawn["included"] < 40
+    status = json.loads(ok(cli(db_url, "study", "design", "pool", "--json")))
+    assert status["policy"] == "adaptive" and status["budget"] == 45 and status["spent"] == 0 and status["width"] is None
+    line = ok(cli(db_url, "study", "design", "pool"))
+    assert line.startswith("Design: adaptive, question r(FGA) - r(JGA); 0 of 45 judgements spent; no interval yet")
+    assert "allocation" in ok(cli(db_url, "study", "changes", "pool"))

@@ -5,7 +5,8 @@ Revises: 0008
 
 ``included`` (false: an adaptive study's draw left the item out: it is never offered) and ``pi``
 (its inclusion probability; NULL: the uniform design, every item judged).  The open-items index
-leads with ``included`` so that next-item choice reads only items that are judged.
+has ``included`` after the condition so that next-item choice reads only items that are judged, and
+``ix_items_capacity`` answers an annotator's progress line (items and extra places) from the index.
 """
 
 import sqlalchemy as sa
@@ -24,9 +25,12 @@ def upgrade() -> None:
     op.add_column("items", sa.Column("pi", sa.Float(), nullable=True))
     op.drop_index("ix_items_open", table_name="items")
     op.create_index("ix_items_open", "items", ["study_id", "condition", "included", "holders", "position"])
+    # an annotator's progress line (items to judge, their extra places) without reading the items' rows
+    op.create_index("ix_items_capacity", "items", ["study_id", "included", "extra_capacity"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_items_capacity", table_name="items")
     op.drop_index("ix_items_open", table_name="items")
     op.create_index("ix_items_open", "items", ["study_id", "condition", "holders", "position"])
     with op.batch_alter_table("items") as batch:
