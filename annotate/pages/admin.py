@@ -155,7 +155,7 @@ def _design_settings(engine, user, study) -> None:
         policy = left.radio("Design", ["uniform", "adaptive"], index=["uniform", "adaptive"].index(current["policy"]),
                             horizontal=True, help=explained)  # fmt: skip
         questions = list(QUESTIONS)
-        question = middle.selectbox("The study's question", questions, index=questions.index(current["question"]),
+        question = middle.selectbox("Main question", questions, index=questions.index(current["question"]),
                                     format_func=QUESTIONS.get)  # fmt: skip
         lam = right.number_input("FGA λ compared with JGA", min_value=0.0, value=float(current["lambda"]), step=0.05)
         budget = left.number_input("Budget (judgements; 0: none)", min_value=0, value=int(current["budget"] or 0))

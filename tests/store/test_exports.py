@@ -364,7 +364,7 @@ def test_html_report_in_chromium(store, tmp_path):
         page.goto(report.as_uri())
         assert page.locator("h1").inner_text() == f"DST Judge report: {HOSTILE}"
         headings = page.locator("h2").all_inner_texts()
-        assert headings[:3] == ["Settings", "Progress", "Agreement"] and "λ calibration for FGA" in headings
+        assert headings[:4] == ["Settings", "Progress", "Design", "Agreement"] and "λ calibration for FGA" in headings
         image = page.locator("img")
         assert image.count() == 1 and page.evaluate("document.images[0].naturalWidth") > 500
         assert page.locator("table").nth(2).locator("td").first.inner_text() == "satisfied"
