@@ -13,10 +13,11 @@ more than k holders (annotators who finished it or hold it unexpired).
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from sqlalchemy import and_, bindparam, func, or_, select, true, update
+from sqlalchemy import Text, and_, bindparam, func, or_, select, true, type_coerce, update
 from sqlalchemy.orm import Session
 
 from annotate import crowd
@@ -40,17 +41,27 @@ def shuffle_rank(study: Study, annotator: Annotator, item_key: str, condition: s
     return hashlib.sha256(f"{seed}\x1f{annotator.name}\x1f{item_key}\x1f{condition}".encode()).hexdigest()
 
 
-def _ranker(study, annotator: Annotator):
-    """``shuffle_rank`` as a function of (key, condition), ordering alike (the digest's bytes), with
-    the study's and annotator's part hashed once."""
-    prefix = hashlib.sha256(f"{study.settings.get('seed', 0)}\x1f{annotator.name}\x1f".encode())
+_RANKS: dict[tuple, dict[tuple[str, str], bytes]] = {}  # (seed, annotator) -> (key, condition) -> digest
+_RANKS_KEPT = 200_000  # digests remembered in all (some tens of MB); past that the memory starts again
 
-    def rank(item_key: str, condition: str) -> bytes:
-        digest = prefix.copy()
-        digest.update(f"{item_key}\x1f{condition}".encode())
-        return digest.digest()
 
-    return rank
+def _ranks(study, annotator: Annotator, rows) -> dict[tuple[str, str], bytes]:
+    """``shuffle_rank`` of every (key, condition) in ``rows`` (``(id, key, condition, ...)``), ordering
+    alike (the digest's bytes), in a dict that also holds those ranked before for this annotator: the
+    least-held window an annotator is offered moves slowly, so most of it was ranked last time."""
+    seed = study.settings.get("seed", 0)
+    if sum(map(len, list(_RANKS.values()))) > _RANKS_KEPT:
+        _RANKS.clear()
+    known = _RANKS.setdefault((seed, annotator.name), {})
+    prefix = None
+    for row in rows:
+        if (row[1], row[2]) not in known:
+            if prefix is None:  # the study's and annotator's part hashed once
+                prefix = hashlib.sha256(f"{seed}\x1f{annotator.name}\x1f".encode())
+            digest = prefix.copy()
+            digest.update(f"{row[1]}\x1f{row[2]}".encode())
+            known[(row[1], row[2])] = digest.digest()
+    return known
 
 
 def lock_study(session: Session, study_id: int) -> Study:
@@ -95,7 +106,10 @@ def reclaim_expired(session: Session, study: Study, now: datetime) -> int:
 # The judgement path runs prepared Core statements on the session's connection: it is what every
 # annotator waits for, and on SQLite what holds the single write lock (issue 16).  Built once here,
 # compiled once by SQLAlchemy's cache; ``bindparam`` names are the parameters.
-_STUDY = select(Study.overlap, Study.settings, Study.questions).where(Study.id == bindparam("study"))
+# The study's JSON read as stored (text on SQLite), decoded only when it changed (``study_row``).
+_STUDY = select(Study.overlap, type_coerce(Study.settings, Text), type_coerce(Study.questions, Text)).where(
+    Study.id == bindparam("study")
+)
 _CURRENT = (
     select(Assignment.item_id, Assignment.assigned_at)
     .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
@@ -173,13 +187,28 @@ class StudyRow(NamedTuple):
     questions: list
 
 
+_DECODED: dict[int, tuple[tuple, StudyRow]] = {}  # study id -> (the row as stored, decoded)
+
+
 def study_row(session: Session, study_id: int) -> StudyRow:
-    """The study's overlap, settings and questions, read once per transaction (the session)."""
+    """The study's overlap, settings and questions, read once per transaction (the session).  The
+    row is read every time; its JSON is decoded again only when the stored text differs from what
+    was decoded last (any process may have changed it).  Treat the result as read-only: it is
+    shared."""
     cache = session.info.setdefault("study_rows", {})
     if study_id not in cache:
-        overlap, settings, questions = _STUDY.first(session.connection(), {"study": study_id})
-        cache[study_id] = StudyRow(study_id, overlap, settings or {}, questions or [])
+        stored = _STUDY.first(session.connection(), {"study": study_id})
+        known = _DECODED.get(study_id)
+        if known is None or known[0] != stored:
+            overlap, settings, questions = (_json(value) for value in stored)
+            known = _DECODED[study_id] = (stored, StudyRow(study_id, overlap, settings or {}, questions or []))
+        cache[study_id] = known[1]
     return cache[study_id]
+
+
+def _json(value):
+    """A value of ``_STUDY``'s row: JSON text decoded (SQLite); already decoded (PostgreSQL's driver)."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def reclaim_expired_item(session: Session, study, item_id: int, now: datetime) -> int:
@@ -188,7 +217,14 @@ def reclaim_expired_item(session: Session, study, item_id: int, now: datetime) -
 
 
 def next_item(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> Item | None:
-    """The item this annotator should judge next (claimed for them), or None when done.
+    """The item this annotator should judge next (claimed for them, loaded), or None when done
+    (:func:`claim_next`, then the item read)."""
+    item_id = claim_next(session, study_id, annotator, now)
+    return None if item_id is None else _loaded(session, item_id)
+
+
+def claim_next(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> int | None:
+    """The id of the item this annotator should judge next, claimed for them; None when done.
 
     Cost does not grow with the study: each item keeps ``holders`` (places taken: done or held), kept by
     the transactions that change them, so the choice reads a few least-held open items per condition
@@ -197,7 +233,9 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
     the counter can never pass the item's capacity.  No study-wide lock: on PostgreSQL each candidate
     is first taken ``FOR UPDATE SKIP LOCKED``, so two annotators claim different items at once (one
     being claimed is passed over, and waited for only when nothing else is left).  The whole choice is
-    a handful of prepared statements: on SQLite, that is all that runs inside ``BEGIN IMMEDIATE``.
+    a handful of prepared statements: on SQLite, that is all that runs inside ``BEGIN IMMEDIATE``;
+    the item itself (its dialogue, often the largest row) is read by the caller after the commit
+    (``service.next_item``), outside the write lock.
     """
     now = now or utcnow()
     session.flush()
@@ -207,7 +245,7 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
     limit = cutoff(study, now)
     for item_id, assigned_at in _CURRENT.rows(connection, keys):
         if assigned_at >= limit:
-            return _loaded(session, item_id)
+            return item_id
     if _EXPIRED_ANY.first(connection, {"study": study_id, "cutoff": limit}) is not None:
         reclaim_expired(session, study, now)
     conditions = study.settings.get("conditions") or [""]
@@ -215,24 +253,24 @@ def next_item(session: Session, study_id: int, annotator: Annotator, now: dateti
     rows = []
     for condition in conditions:
         rows += _CANDIDATES.rows(connection, {**keys, "condition": condition})
-    rank = _ranker(study, annotator)
+    rank = _ranks(study, annotator, rows)
     candidates = sorted(
-        (holders_now, seen_by_condition.get(condition, 0), rank(key, condition), item_id, key)
+        (holders_now, seen_by_condition.get(condition, 0), rank[key, condition], item_id, key)
         for item_id, key, condition, holders_now in rows
     )
     if len(conditions) > 1:  # keys are shared only across conditions (a CoCo original and its counterfactual)
         candidates = _not_twice_in_a_row((_LAST_KEY.first(connection, keys) or (None,))[0], candidates)
     busy = _claim_first(session, study, annotator, [c[-2] for c in candidates], now)
-    if isinstance(busy, Item):
+    if isinstance(busy, int):
         return busy
     # Skipped items come back, oldest skip first, once nothing else is left for this annotator.
     skipped = [item_id for item_id, _key, _at in _SKIPPED.rows(connection, keys)]
     more = _claim_first(session, study, annotator, skipped, now)
-    if isinstance(more, Item):
+    if isinstance(more, int):
         return more
     for item_id in busy + more:  # only those left: wait for them (SQLite never gets here: one writer at a time)
         if _take_place(session, study, annotator, item_id, now, wait=True):
-            return _loaded(session, item_id)
+            return item_id
     return None
 
 
@@ -243,14 +281,14 @@ def _loaded(session: Session, item_id: int) -> Item:
     return session.scalars(_ITEM, {"item": item_id}).one()
 
 
-def _claim_first(session: Session, study, annotator: Annotator, item_ids: list[int], now: datetime):
-    """The first of ``item_ids`` that could be claimed (loaded), else the ids another transaction is
-    claiming right now (PostgreSQL: passed over, not waited for)."""
+def _claim_first(session: Session, study, annotator: Annotator, item_ids: list[int], now: datetime) -> int | list[int]:
+    """The id of the first of ``item_ids`` that could be claimed, else the list of ids another
+    transaction is claiming right now (PostgreSQL: passed over, not waited for)."""
     busy = []
     for item_id in item_ids:
         taken = _take_place(session, study, annotator, item_id, now, wait=False)
         if taken:
-            return _loaded(session, item_id)
+            return item_id
         if taken is None:
             busy.append(item_id)
     return busy

@@ -34,7 +34,15 @@ class _Compiled:
         self.compiled = compiled
         self.sql = compiled.string
         self.names = list(compiled.positiontup or ())
-        self.binds = [compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in self.names]
+        binds = [compiled.binds[name] for name in self.names]
+        if any(bind.expanding or bind.callable is not None for bind in binds):
+            raise ValueError("Prepared takes plain bound values only (no IN lists, no callables)")
+        # What construct_params would do, decided once: a named parameter comes from the caller,
+        # a literal (a value written into the statement) is its own default.
+        self.plan = tuple(
+            (name, bind.required, None if bind.required else bind.value, bind.type.dialect_impl(dialect).bind_processor(dialect))
+            for name, bind in zip(self.names, binds)
+        )
         columns = getattr(statement, "selected_columns", None)
         self.results = (
             [column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns]
@@ -58,14 +66,13 @@ class Prepared:
         compiled = self._by_dialect.get("sqlite")
         if compiled is None:
             compiled = self._by_dialect["sqlite"] = _Compiled(self.statement, connection.dialect)
-        return compiled, connection.connection.driver_connection
+        return compiled, connection.connection.dbapi_connection  # pysqlite: the sqlite3 connection itself
 
     def _execute(self, compiled: _Compiled, driver, params: dict[str, Any]):
-        values = compiled.compiled.construct_params(params)
-        args = [
-            value if process is None else process(value)
-            for process, value in zip(compiled.binds, (values[name] for name in compiled.names), strict=True)
-        ]
+        args = []
+        for name, required, default, process in compiled.plan:
+            value = params[name] if required else params.get(name, default)  # KeyError: a parameter not given
+            args.append(value if process is None else process(value))
         return driver.execute(compiled.sql, args)
 
     def rows(self, connection: Connection, params: dict[str, Any] | None = None) -> list[tuple]:

@@ -48,12 +48,18 @@ def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySum
 
 
 def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
-    """The user's next item (claimed for them), or None: nothing left, or a crowd worker's quota reached."""
+    """The user's next item (claimed for them), or None: nothing left, or a crowd worker's quota reached.
+    The claim is the write transaction; the item (a whole dialogue) is read after it commits, so the
+    write lock is not held while it is decoded (issue 16)."""
     with write_session(engine) as session:
         membership.require_access(session, user, study_id)
         if crowd.quota_reached(session, user, study_id):
             return None
-        return assignment.next_item(session, study_id, user)
+        item_id = assignment.claim_next(session, study_id, user)
+    if item_id is None:
+        return None
+    with read_session(engine) as session:
+        return session.get(Item, item_id)
 
 
 def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:

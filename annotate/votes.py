@@ -64,6 +64,20 @@ class _Place(NamedTuple):
     assigned_at: datetime
 
 
+class CastVote(NamedTuple):
+    """The vote event just stored (the columns of a ``VoteEvent`` row)."""
+
+    id: int
+    item_id: int
+    annotator_id: int
+    question: str
+    value: str
+    comment: str
+    seconds: float | None
+    source: str
+    created_at: datetime
+
+
 class ItemRow(NamedTuple):
     """What a vote reads of its item (``check_value`` takes it like an Item)."""
 
@@ -85,8 +99,8 @@ def cast_vote(
     seconds: float | None = None,
     source: str = "human",
     now: datetime | None = None,
-) -> VoteEvent:
-    """Append one vote event (in the caller's write transaction).
+) -> CastVote:
+    """Append one vote event (in the caller's write transaction); returns what was stored.
 
     A handful of prepared statements on the session's connection (issue 16): the item and study read,
     the voter's place, the event inserted, the place marked done when every required question has an
@@ -124,10 +138,10 @@ def cast_vote(
         required = set(required_questions(study, item))
         if not required - {question} or required <= {question for (question,) in _ANSWERED.rows(connection, keys)}:
             _DONE.run(connection, {"assignment": place.id, "now": now})
-    return VoteEvent(id=event_id, **values)
+    return CastVote(event_id, **values)
 
 
-def cast_votes(session: Session, annotator: Annotator, item_id: int, answers: dict[str, str], **kwargs) -> list[VoteEvent]:
+def cast_votes(session: Session, annotator: Annotator, item_id: int, answers: dict[str, str], **kwargs) -> list[CastVote]:
     """Several questions of one item at once (one judgement)."""
     return [cast_vote(session, annotator, item_id, q, v, **kwargs) for q, v in answers.items()]
 

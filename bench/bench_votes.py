@@ -2,15 +2,18 @@
 
     python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--json]
 
-Each writer is a thread with its own annotator: one transaction = next_item + cast_vote
-(a judgement), and every third judgement also changes an earlier vote (a second
+Each writer is a thread with its own annotator: one transaction = claim_next + cast_vote
+(a judgement: the place on the next item taken and the vote stored; the app reads the item's
+dialogue after that commits, see ``service.next_item``), and every third judgement also changes an earlier vote (a second
 transaction).  Prints p50 / p99 latency per transaction, throughput, and checks that no
 vote was lost.  Beside it, in the same run, raw ``sqlite3`` transactions of the same shape
-(read one row, two inserts, WAL, ``BEGIN IMMEDIATE``) from as many threads: the ceiling the
-store is compared with (issue 16).  ``--json`` prints::
+(read one row, two inserts, WAL, ``BEGIN IMMEDIATE``) from as many threads, as many
+transactions as the store made, three times: the best of the three is the ceiling the store is
+compared with (issue 16).  ``--json`` prints::
 
     {"sqlite": {"p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost"},
-     "postgresql": {...} (when a server answers), "raw_sqlite_tx_per_s"}
+     "postgresql": {...} (when a server answers), "raw_sqlite_tx_per_s" (the best run),
+     "raw_sqlite_runs": [the three], "sqlite_of_raw": sqlite votes/s over raw_sqlite_tx_per_s}
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from sqlalchemy import func, select  # noqa: E402
 
-from annotate.assignment import next_item  # noqa: E402
+from annotate.assignment import claim_next  # noqa: E402
 from annotate.auth import add_annotator  # noqa: E402
 from annotate.db import make_engine, read_session, upgrade, write_session  # noqa: E402
 from annotate.models import VoteEvent  # noqa: E402
 from annotate.studies import create_study  # noqa: E402
+from annotate.votes import cast_vote  # noqa: E402
 from bench.corpus import build  # noqa: E402
 
 
@@ -59,22 +63,18 @@ def run_backend(url: str, corpus_path: Path, writers: int, votes: int) -> dict:
         for n in range(votes):
             start = time.perf_counter()
             with write_session(engine) as session:
-                item = next_item(session, study.id, person)
-                if item is None:
+                item_id = claim_next(session, study.id, person)
+                if item_id is None:
                     break
-                from annotate.votes import cast_vote
-
-                cast_vote(session, person, item.id, "satisfied", rng.choice("01"))
+                cast_vote(session, person, item_id, "satisfied", rng.choice("01"))
             elapsed = time.perf_counter() - start
-            judged.append(item.id)
+            judged.append(item_id)
             count += 1
             with lock:
                 latencies.append(elapsed)
             if n % 3 == 2:
                 start = time.perf_counter()
                 with write_session(engine) as session:
-                    from annotate.votes import cast_vote
-
                     cast_vote(session, person, rng.choice(judged), "satisfied", rng.choice("01"))
                 with lock:
                     latencies.append(time.perf_counter() - start)
@@ -162,13 +162,20 @@ def main() -> None:
             drop_pg_database(url)
     except Exception as err:  # report, do not hide, a missing server
         say(f"postgresql: not measured ({err})")
-    raw = raw_sqlite(work / "raw.sqlite", args.writers, max(args.votes, 40), args.items)
+    # The ceiling, measured three times in this run (it varies from run to run on a shared machine)
+    # with as many transactions per writer as the store's writers made; the best of the three is
+    # the one the store is compared with.
+    per_writer = max(1, round(results["sqlite"]["votes_sent"] / args.writers))
+    raws = [raw_sqlite(work / f"raw-{n}.sqlite", args.writers, per_writer, args.items) for n in range(3)]
+    raw = max(raws)
     if args.json:
         keys = ("p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost")
-        print(json.dumps({**{name: {k: r[k] for k in keys} for name, r in results.items()}, "raw_sqlite_tx_per_s": raw},
+        print(json.dumps({**{name: {k: r[k] for k in keys} for name, r in results.items()}, "raw_sqlite_tx_per_s": raw,
+                          "raw_sqlite_runs": raws, "sqlite_of_raw": results["sqlite"]["votes_per_s"] / raw},
                          indent=1))  # fmt: skip
         return
-    print(f"raw sqlite3, same shape (read 1 row, 2 inserts), {args.writers} threads: {raw:.0f} transactions/s")
+    print(f"raw sqlite3, same shape (read 1 row, 2 inserts), {args.writers} threads x {per_writer}: "
+          f"{raw:.0f} transactions/s (best of {', '.join(f'{r:.0f}' for r in raws)})")  # fmt: skip
     print(f"{'backend':<11} {'votes':>6} {'stored':>6} {'lost':>4} {'p50 ms':>8} {'p99 ms':>8} {'votes/s':>8}")
     for name, r in results.items():
         print(

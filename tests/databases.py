@@ -28,6 +28,15 @@ def pg_available() -> str | None:
         return f"PostgreSQL at {PG_ADMIN_URL} unavailable: {err}"
 
 
+def require_pg() -> None:
+    """Skip the test when the server does not answer (fail it with ``CI=true``)."""
+    reason = pg_available()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
 def create_pg_database() -> str:
     import psycopg
 
@@ -53,11 +62,7 @@ def db_url(request, tmp_path):
         upgrade(make_engine(url))
         yield url
         return
-    reason = pg_available()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_pg()
     url = create_pg_database()
     engine = make_engine(url)
     upgrade(engine)

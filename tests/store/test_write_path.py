@@ -19,6 +19,7 @@ from annotate.studies import create_study
 from bench.corpus import build
 
 MAX_STATEMENTS = 14  # vote (4) + next item (<= 10): see annotate.assignment / annotate.votes
+SESSION_STATEMENTS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")  # the session's own, not the judgement's
 
 
 def _study(engine, tmp_path, n_items):
@@ -31,27 +32,38 @@ def _study(engine, tmp_path, n_items):
 
 
 def _statements_per_judgement(engine, study, people) -> list[int]:
+    """The SQL statements of each judgement (the vote, then the next item claimed), as the database
+    receives them: on SQLite from the driver's trace (the prepared statements of the judgement path
+    run on the driver's cursor, past SQLAlchemy's events), elsewhere from SQLAlchemy's events."""
     counts = []
     statements = []
+    sqlite = engine.dialect.name == "sqlite"
 
     def count(conn, cursor, statement, *args):
         statements.append(statement)
 
     with write_session(engine) as session:
-        item = assignment.next_item(session, study.id, people[0])
-    event.listen(engine, "before_cursor_execute", count)
+        item_id = assignment.claim_next(session, study.id, people[0])
+    if not sqlite:
+        event.listen(engine, "before_cursor_execute", count)
     try:
         for n in range(12):
             person = people[n % 3]
             statements.clear()
             with write_session(engine) as session:
-                votes.cast_vote(session, person, item.id, "satisfied", "1")
-                item = assignment.next_item(session, study.id, person)
-            counts.append(len([s for s in statements if s.split()[0].upper() not in ("BEGIN", "COMMIT", "ROLLBACK")]))
+                driver = session.connection().connection.dbapi_connection
+                if sqlite:
+                    driver.set_trace_callback(statements.append)
+                votes.cast_vote(session, person, item_id, "satisfied", "1")
+                item_id = assignment.claim_next(session, study.id, person)
+                if sqlite:
+                    driver.set_trace_callback(None)
+            counts.append(len([s for s in statements if s.split()[0].upper() not in SESSION_STATEMENTS]))
             with write_session(engine) as session:  # the next writer's item
-                item = assignment.next_item(session, study.id, people[(n + 1) % 3])
+                item_id = assignment.claim_next(session, study.id, people[(n + 1) % 3])
     finally:
-        event.remove(engine, "before_cursor_execute", count)
+        if not sqlite:
+            event.remove(engine, "before_cursor_execute", count)
     return counts
 
 
