@@ -73,11 +73,6 @@ def lock_item(session: Session, item_id: int) -> Item:
     return session.scalars(select(Item).where(Item.id == item_id).with_for_update()).one()
 
 
-def holders(session: Session, study: Study, item_id: int, now: datetime) -> set[int]:
-    rows = session.scalars(select(Assignment.annotator_id).where(Assignment.item_id == item_id, holding(study, now)))
-    return set(rows)
-
-
 WINDOW = 64  # candidates fetched per condition, least held first; ranked in Python
 
 

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from metrics.correlation import adjust_p, bootstrap_weights, percentile_ci, weighted_pearson
+
 POLICIES = ("uniform", "adaptive")
 
 
@@ -86,30 +88,21 @@ def poisson_sample(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.random(len(pi)) < pi
 
 
+def _weighted_r_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson r for each row of dialogue weights ``w`` (B x n): ``metrics.correlation.weighted_pearson``
+    with one observation per dialogue; ``x`` n or n x K -> B (x K)."""
+    y = np.asarray(y, dtype=float)
+    return weighted_pearson(np.asarray(x, dtype=float), np.ones_like(y), y, y**2, np.asarray(w, dtype=float))
+
+
 def weighted_r(metric: np.ndarray, rating: np.ndarray, weights: np.ndarray) -> float:
     """Pearson r with dialogue weights (1/π: Hájek); NaN when a variance is 0."""
-    w = np.asarray(weights, dtype=float) / np.sum(weights)
-    x, y = np.asarray(metric, dtype=float), np.asarray(rating, dtype=float)
-    mx, my = w @ x, w @ y
-    cov = w @ ((x - mx) * (y - my))
-    vx, vy = w @ (x - mx) ** 2, w @ (y - my) ** 2
-    return float(cov / np.sqrt(vx * vy)) if vx > 0 and vy > 0 else float("nan")
-
-
-def _weighted_r_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``weighted_r`` for each row of weights ``w`` (B x n); ``x`` n or n x K -> B (x K)."""
-    w = w / w.sum(axis=1, keepdims=True)
-    x2 = x if x.ndim == 2 else x[:, None]
-    mx, my = w @ x2, (w @ y)[:, None]
-    sxy, sxx, syy = w @ (x2 * y[:, None]), w @ x2**2, (w @ y**2)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = (sxy - mx * my) / np.sqrt((sxx - mx**2) * (syy - my**2))
-    return r if x.ndim == 2 else r[:, 0]
+    return float(_weighted_r_rows(metric, rating, np.asarray(weights, dtype=float)[None, :])[0])
 
 
 def _boot_weights(weights: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    counts = rng.multinomial(len(weights), np.full(len(weights), 1 / len(weights)), size=resamples)
-    return counts * weights[None, :]
+    """Bootstrap over the judged dialogues: each resample's draw counts times the dialogues' weights."""
+    return bootstrap_weights(len(weights), resamples, rng) * weights[None, :]
 
 
 def compare(metric_a: np.ndarray, metric_b: np.ndarray, rating: np.ndarray, weights: np.ndarray, *,
@@ -127,8 +120,7 @@ def compare(metric_a: np.ndarray, metric_b: np.ndarray, rating: np.ndarray, weig
         diffs = boot[:, 0] - boot[:, 1]
         diffs = diffs[np.isfinite(diffs)]
         if diffs.size:
-            tail = (1 - confidence) / 2 * 100
-            low, high = np.percentile(diffs, [tail, 100 - tail])
+            low, high = percentile_ci(diffs, confidence)
             row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
     return row
 
@@ -148,8 +140,7 @@ def lambda_star(fga_by_lambda: np.ndarray, grid: Sequence[float], rating: np.nda
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
         stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
-        tail = (1 - confidence) / 2 * 100
-        low, high = np.percentile(stars, [tail, 100 - tail])
+        low, high = percentile_ci(stars, confidence)
         row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
     return row
 
@@ -186,8 +177,6 @@ def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: 
     ``metric_values[name]`` and ``rating`` (the dialogue's mean rating) are per judged dialogue;
     ``fga_grid`` (dialogues x λ) with ``grid`` gives λ*.  With every π equal the estimates are the
     ordinary (unweighted) Pearson correlations."""
-    from metrics.correlation import adjust_p
-
     w = 1 / np.asarray(pi, dtype=float)
     y = np.asarray(rating, dtype=float)
     names = [name for name, values in metric_values.items() if np.isfinite(values).all() and np.ptp(values) > 0]
@@ -196,12 +185,11 @@ def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: 
     boot = None
     if resamples > 0 and len(y) >= 3 and names:
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
-    tail = (1 - confidence) / 2 * 100
     n_eff = float(w.sum() ** 2 / (w**2).sum()) if len(w) else 0.0
 
     def interval(values):
         values = values[np.isfinite(values)]
-        return None if values.size < 10 else [float(v) for v in np.percentile(values, [tail, 100 - tail])]
+        return None if values.size < 10 else [float(v) for v in percentile_ci(values, confidence)]
 
     rows = [{"metric": name, "n": int(len(y)), "n_effective": round(n_eff, 1), "pearson": float(r[j]),
              "bootstrap_ci": None if boot is None else interval(boot[:, j])} for j, name in enumerate(names)]  # fmt: skip
