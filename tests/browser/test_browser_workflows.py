@@ -49,6 +49,8 @@ def server(tmp_path_factory, fixtures):
 
 def pick(page, label: str, option: str, nth: int = 0) -> None:
     """Choose ``option`` in the select box labelled ``label``."""
+    from playwright.sync_api import expect
+
     box = page.get_by_test_id("stSelectbox").filter(has_text=label).filter(visible=True).nth(nth)
     box.click()
     choice = page.get_by_role("option", name=option).first
@@ -57,6 +59,7 @@ def pick(page, label: str, option: str, nth: int = 0) -> None:
         page.keyboard.press("Escape")  # chosen already: choosing it again runs nothing
         return
     after_run(page, choice.click)
+    expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(option)))  # the choice took
 
 
 def admin_analysis(chromium, server, study: str):
