@@ -244,11 +244,24 @@ def design_table(design: dict) -> Table:
         return Table("Design: adaptive", (), [], [*notes, design["note"]])
     rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
     key = next((k for k in ("p_holm", "p_bh") if any(k in d for d in design["differences"])), None)
-    rows += [[f"r {d['a']} - r {d['b']}", number(d["diff"]), interval(d["diff_ci"]), p_value(d["p_value"]),
-              p_value(d.get(key)) if key else "—"] for d in design["differences"]]  # fmt: skip
+    # The row that answers the study's question leads, named so (the design was chosen for it).
+    question = allocation.get("question", "fga_vs_jga")
+    fga = f"fga_{float(allocation.get('lambda', 0.5)):g}"
+    first = []
+    for d in design["differences"]:
+        if question == "fga_vs_jga" and {d["a"], d["b"]} == {fga, "jga"}:
+            flip = -1 if d["a"] == "jga" else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
+            low_high = None if not d["diff_ci"] else sorted(flip * v for v in d["diff_ci"])
+            first.append([f"question: r {fga} - r jga", number(flip * d["diff"]), interval(low_high), p_value(d["p_value"]),
+                          p_value(d.get(key)) if key else "—"])  # fmt: skip
+            continue
+        rows.append([f"r {d['a']} - r {d['b']}", number(d["diff"]), interval(d["diff_ci"]), p_value(d["p_value"]),
+                     p_value(d.get(key)) if key else "—"])  # fmt: skip
     if design.get("lambda"):
         found = design["lambda"]
-        rows.append(["λ*", number(found["lambda_star"]), interval(found["ci"]), "", ""])
+        row = [("question: " if question == "lambda" else "") + "λ*", number(found["lambda_star"]), interval(found["ci"]), "", ""]
+        (first if question == "lambda" else rows).append(row)
+    rows = first + rows
     notes.append(f"{design['n_judged']} dialogues judged, effective n {design['n_effective']}; {design['method']}")
     return Table("Design: adaptive (estimates for the pool)", ("estimate", "value", "95% CI", "p", "p adjusted"), rows, notes)
 

@@ -66,3 +66,26 @@ def test_a_dialogue_is_settled_when_its_votes_agree():
     assert adaptive.settled([1, 0, 1, 0, 1, 1, 0], 3, 7)  # max k reached
     assert not adaptive.settled([1, 1], 3, 7)
     assert adaptive.projected_judgements(300, 0.4, 0.2) == 1200
+
+
+def test_the_design_table_answers_the_studys_question_first():
+    """An adaptive study asks one question (r(FGA_λ) − r(JGA), or λ*): its row leads the Design table,
+    named as the question, before the other 45-odd estimates."""
+    from metrics import present
+
+    rng = np.random.default_rng(3)
+    values = {name: rng.random(40) for name in ("jga", "fga_0.25", "fga_0.5", "sa")}
+    grid = np.linspace(0.05, 2, 12)
+    curves = np.column_stack([values["jga"] * (1 - g / 2) + values["sa"] * g / 2 for g in grid])
+    report = adaptive.design_report(values, rng.random(40), np.full(40, 0.5), fga_grid=curves, grid=grid, resamples=50)
+    base = {"design": "adaptive", **report}
+    comparison = present.design_table({**base, "allocation": {"policy": "adaptive", "question": "fga_vs_jga", "lambda": 0.5}})
+    first = comparison.rows[0]
+    assert first[0] == "question: r fga_0.5 - r jga"
+    wanted = next(d for d in report["differences"] if {d["a"], d["b"]} == {"fga_0.5", "jga"})
+    sign = 1 if wanted["a"] == "fga_0.5" else -1
+    assert first[1] == present.number(sign * wanted["diff"])
+    assert len(comparison.rows) == len(report["metrics"]) + len(report["differences"]) + 1  # nothing lost or doubled
+    by_lambda = present.design_table({**base, "allocation": {"policy": "adaptive", "question": "lambda"}})
+    assert by_lambda.rows[0][0] == "question: λ*" and by_lambda.rows[0][1] == present.number(report["lambda"]["lambda_star"])
+    assert [r[0] for r in by_lambda.rows].count("λ*") == 0
