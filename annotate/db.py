@@ -72,7 +72,7 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def on_begin(connection):
         immediate = connection.get_execution_options().get("sqlite_immediate", False)
-        connection.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        _driver(connection).execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     # Every write session is a SAVEPOINT inside its group's transaction (_GroupWriter).  SQLAlchemy
     # emits one by compiling a new statement each time (its name changes), about a fifth of a
