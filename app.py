@@ -4,33 +4,39 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate.pages import admin, analysis, annotate_page, join, login
+from annotate.pages import admin, analysis, annotate_page, join, login, outage
 from annotate.pages.context import app_engine, current_user, logout, sync_cookie, warn_if_shared_sqlite
 
 st.set_page_config(page_title="DST Judge", layout="wide")
-app_engine()
-warn_if_shared_sqlite()
-join.join_from_link()  # a crowd worker's join link signs them in (or is refused) before anything else
-user = current_user()
-if user is None:
-    pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]
-else:
-    # Admins land on Progress: opening Annotate would hold an item for them.
-    admin_role = user.role == "admin"
-    pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=not admin_role)]}
-    if admin_role:
-        pages["Admin"] = [
-            st.Page(admin.studies_page, title="Studies", url_path="studies"),
-            st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
-            st.Page(admin.progress_page, title="Progress", url_path="progress", default=True),
-            st.Page(analysis.render, title="Analysis", url_path="analysis"),
-        ]
-    with st.sidebar:
-        who = user.name.rsplit("@", 1)[0] if user.role == "worker" else user.name  # a worker: <platform>:<id>
-        st.text(f"Logged in as {who} ({user.role})")
-        if st.button("Log out", key="logout"):
-            logout()
-            st.rerun()
-navigation = st.navigation(pages)
-sync_cookie()
-navigation.run()
+
+
+def main() -> None:
+    app_engine()
+    warn_if_shared_sqlite()
+    join.join_from_link()  # a crowd worker's join link signs them in (or is refused) before anything else
+    user = current_user()
+    if user is None:
+        pages = [st.Page(login.render, title="Log in", url_path="login", default=True)]
+    else:
+        # Admins land on Progress: opening Annotate would hold an item for them.
+        admin_role = user.role == "admin"
+        pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=not admin_role)]}
+        if admin_role:
+            pages["Admin"] = [
+                st.Page(admin.studies_page, title="Studies", url_path="studies"),
+                st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
+                st.Page(admin.progress_page, title="Progress", url_path="progress", default=True),
+                st.Page(analysis.render, title="Analysis", url_path="analysis"),
+            ]
+        with st.sidebar:
+            who = user.name.rsplit("@", 1)[0] if user.role == "worker" else user.name  # a worker: <platform>:<id>
+            st.text(f"Logged in as {who} ({user.role})")
+            if st.button("Log out", key="logout"):
+                logout()
+                st.rerun()
+    navigation = st.navigation(pages)
+    sync_cookie()
+    navigation.run()
+
+
+outage.shielded(main)  # the database unreachable: a message and a retry, never a traceback

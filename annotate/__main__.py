@@ -164,10 +164,18 @@ def _write(text: str, out: Path | None) -> None:
 def serve(engine, args) -> None:
     """Make the database and, on an empty one, the demo; say who can log in; then become
     ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
-    from annotate.demo import demo_accounts_active, ensure_demo, print_accounts, setup_hint
+    from annotate.demo import demo_accounts_active, demo_refusal, ensure_demo, print_accounts, setup_hint
+    from annotate.proxy import forwarded_allow_ips, trusted_proxies
 
     url = engine.url.render_as_string(hide_password=False)
     print(f"DST Judge: database {engine.url.render_as_string(hide_password=True)}", flush=True)
+    trusted = trusted_proxies()  # a malformed DST_JUDGE_TRUSTED_PROXIES: one line, exit 2
+    refusal = demo_refusal(engine)
+    if refusal:  # behind a proxy, never with the published demo passwords
+        raise ValueError(f"not starting: {refusal}")
+    # Streamlit's server (uvicorn) believes X-Forwarded-For from FORWARDED_ALLOW_IPS (its default:
+    # loopback); make it trust exactly our proxies, as annotate.proxy does ("" trusts nobody).
+    os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(trusted)
     if not ensure_demo(engine) and demo_accounts_active(engine):
         print_accounts()
     hint = setup_hint(engine)
@@ -211,14 +219,15 @@ def annotator_list(engine, args) -> None:
 
 
 def study_create(engine, args) -> None:
-    from annotate.studies import create_study
+    from annotate.studies import create_study, prepare_items
     from formats.errors import read_text
 
     guideline = read_text(args.guideline) if args.guideline else ""
+    drafts = prepare_items(args.kind, args.paths, args.condition, args.sample, args.seed)  # before the write lock
     with write_session(engine) as session:
         study = create_study(
             session, args.name, args.kind, args.paths, overlap=args.overlap, condition=args.condition, guideline=guideline,
-            sample=args.sample, seed=args.seed, gold_path=args.gold, timeout_minutes=args.timeout,
+            sample=args.sample, seed=args.seed, gold_path=args.gold, timeout_minutes=args.timeout, drafts=drafts,
         )  # fmt: skip
         n_items = len(study.items)
     print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
@@ -359,18 +368,20 @@ def status(engine, args) -> None:
 
 
 def votes_import(engine, args) -> None:
-    from annotate.votes import import_votes
+    """Checked, then staged apart, then swapped in by one short transaction (annotators keep voting)."""
+    from annotate.votes import import_votes_file
     from formats.errors import read_text
 
     text = read_text(args.file)
-    with write_session(engine) as session:
-        count = import_votes(session, _study(session, args.name), str(args.file), text)
+    with read_session(engine) as session:
+        study_id = _study(session, args.name).id
+    count = import_votes_file(engine, study_id, str(args.file), text)
     print(f"imported {count} votes into {args.name!r}")
 
 
 def votes_export(engine, args) -> None:
     """The votes, written; then the export is recorded (a study's votes must be exported before a delete)."""
-    from annotate import membership
+    from annotate import assignment, membership
     from annotate.votes import rows_to_csv, vote_rows
 
     with read_session(engine) as session:
@@ -381,9 +392,9 @@ def votes_export(engine, args) -> None:
         _write(rows_to_csv(rows), args.out)
     else:
         _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
-    with write_session(engine) as session:
+    with write_session(engine) as session:  # the study row locked before it is read (its settings are written back)
         what = f"votes {args.format}{' (every event)' if args.history else ''}"
-        membership.record_export(session, _study(session, args.name), membership.CLI, what, through)
+        membership.record_export(session, assignment.lock_study(session, study_id), membership.CLI, what, through)
 
 
 # (command, action) -> what runs it; every command that writes is one transaction.

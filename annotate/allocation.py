@@ -26,7 +26,7 @@ import numpy as np
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from annotate.assignment import DONE, release_study, study_row
+from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
 from metrics import adaptive
@@ -69,8 +69,10 @@ def set_allocation(session: Session, study: Study, by: Annotator | str, *, polic
                    budget: int | None = None, target_width: float | None = None, max_k: int | None = None,
                    lam: float = 0.5) -> dict:  # fmt: skip
     """Choose the study's design (before any vote); returns what was drawn: {policy, items, included,
-    expected_judgements}.  The caller holds the study's lock."""
+    expected_judgements}.  The study's row is locked (and read again) here, as every settings write does."""
     from annotate.membership import record
+
+    study = lock_study(session, study.id)
 
     if policy not in adaptive.POLICIES:
         raise StudyError(f"allocation policy must be one of {', '.join(adaptive.POLICIES)}, not {policy!r}")

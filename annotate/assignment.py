@@ -65,8 +65,12 @@ def _ranks(study, annotator: Annotator, rows) -> dict[tuple[str, str], bytes]:
 
 
 def lock_study(session: Session, study_id: int) -> Study:
-    """The study row, locked for this transaction on PostgreSQL (SQLite: BEGIN IMMEDIATE does it)."""
-    return session.scalars(select(Study).where(Study.id == study_id).with_for_update()).one()
+    """The study row, locked for this transaction on PostgreSQL (SQLite: BEGIN IMMEDIATE does it), and
+    read afresh: a Study this session loaded before the lock keeps its old attributes otherwise (the
+    identity map), and writing its ``settings`` back would undo a change committed in between."""
+    return session.scalars(
+        select(Study).where(Study.id == study_id).with_for_update().execution_options(populate_existing=True)
+    ).one()
 
 
 def lock_item(session: Session, item_id: int) -> Item:

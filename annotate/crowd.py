@@ -26,22 +26,49 @@ Choices, written down:
   who answers any of them wrongly is flagged on the Progress page, with the counts.
 - Exports keep workers apart: ``annotator_kind`` is ``crowd``, ``platform`` and ``platform_id``
   carry the platform's worker id; the ``annotator`` column shows ``<platform>:<worker id>``.
+
+A link is not a licence to make accounts (issue 23: varying ``worker=`` made 300 accounts in 1.2 s):
+
+- Places: a link makes at most ``places`` workers (the admin's number; by default the study's need:
+  ``ceil(judgements / quota)`` with a quota, else ``judgements`` (a worker judges at least one item),
+  where ``judgements`` is the places its items have, ``overlap`` each for the items it judges plus
+  any re-opened).  Workers who joined come back (a reload, another tab) whatever the count.  The
+  study's row is locked while a join counts, so joins at once never pass the number.
+- Per client: one client address (as the page sees it, ``pages.context.client_address``) brings at
+  most ``JOINS_PER_CLIENT`` new workers in ``JOIN_WINDOW`` (default 5 in 10 minutes; set
+  ``DST_JUDGE_JOINS_PER_CLIENT``), over every study.  The count is the ``crowd_workers`` rows
+  (``client``, ``joined_at``), so it holds across app servers.  The address is kept for that only:
+  it is in no export or report.
+- Ids by their shape: Prolific's ``PROLIFIC_PID`` is 24 hexadecimal characters (taken in lower case,
+  so one person is one worker); the other ids keep the general rule (letters, digits, ``_ . -``).
+- A refused join makes nothing (no account, no session) and says why in plain words.
+- The admin sees the places taken and the joins per minute (Studies → Change a study → Crowd workers).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import secrets
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
-from annotate.models import WORKER, Annotator, Assignment, CrowdWorker, Study, utcnow
+from annotate.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+PROLIFIC_PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
 PROLIFIC = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 REFUSAL = "This join link is not valid, or the study is closed. Please return to the study platform."
+NO_PLACES = ("This study has no places left for new workers: as many have joined as it needs. "
+             "Please return it on the study platform.")  # fmt: skip
+TOO_MANY = ("Too many new workers have joined from your network address in the last {minutes} minutes. "
+            "Please try again in a few minutes.")  # fmt: skip
+JOINS_PER_CLIENT = int(os.environ.get("DST_JUDGE_JOINS_PER_CLIENT", "5"))
+JOIN_WINDOW = timedelta(minutes=10)
 
 
 class JoinRefused(ValueError):
@@ -49,9 +76,27 @@ class JoinRefused(ValueError):
 
 
 def settings_of(study: Study) -> dict:
-    """The study's crowd settings: enabled, secret, quota, completion_code, redirect_url."""
+    """The study's crowd settings: enabled, secret, quota, places (None: the study's need),
+    completion_code, redirect_url."""
     stored = (study.settings or {}).get("crowd") or {}
-    return {"enabled": False, "secret": "", "quota": None, "completion_code": "", "redirect_url": "", **stored}
+    return {"enabled": False, "secret": "", "quota": None, "places": None, "completion_code": "", "redirect_url": "",
+            **stored}  # fmt: skip
+
+
+def need(session: Session, study: Study, quota: int | None) -> int:
+    """The workers the study needs: ``ceil(judgements / quota)``, or ``judgements`` without a quota
+    (``judgements``: ``overlap`` for each item it judges, plus the places re-opened)."""
+    items, extra = session.execute(
+        select(func.count(), func.sum(Item.extra_capacity)).where(Item.study_id == study.id, Item.included == true())
+    ).one()
+    judgements = int(items or 0) * study.overlap + int(extra or 0)
+    return max(1, math.ceil(judgements / quota) if quota else judgements)
+
+
+def places(session: Session, study: Study) -> int:
+    """How many workers the study's link may make: the admin's number, else the study's need."""
+    crowd = settings_of(study)
+    return int(crowd["places"]) if crowd["places"] else need(session, study, crowd["quota"])
 
 
 def check_redirect(url: str) -> str:
@@ -62,11 +107,14 @@ def check_redirect(url: str) -> str:
 
 
 def configure(study: Study, *, enabled: bool, quota: int | None, completion_code: str, redirect_url: str,
-              new_secret: bool = False) -> tuple[dict, dict]:  # fmt: skip
-    """New crowd settings for the study: (before, after), secrets included.  Raises ValueError on a
-    bad quota, code or redirect URL (nothing changed)."""
+              new_secret: bool = False, places: int | None = None) -> tuple[dict, dict]:  # fmt: skip
+    """New crowd settings for the study (locked by the caller): (before, after), secrets included.
+    ``places`` None: the study's need.  Raises ValueError on a bad quota, number of places, code or
+    redirect URL (nothing changed)."""
     if quota is not None and quota < 1:
         raise ValueError("the quota must be at least 1 item per worker (or none)")
+    if places is not None and places < 1:
+        raise ValueError("the places must be at least 1 worker (or none: the study's need)")
     code = completion_code.strip()
     if len(code) > 100 or any(not ch.isprintable() for ch in code):
         raise ValueError("the completion code must be printable and at most 100 characters")
@@ -77,6 +125,7 @@ def configure(study: Study, *, enabled: bool, quota: int | None, completion_code
         "enabled": bool(enabled),
         "secret": secrets.token_urlsafe(24) if new_secret or not before["secret"] else before["secret"],
         "quota": quota,
+        "places": places,
         "completion_code": code,
         "redirect_url": check_redirect(redirect_url),
     }
@@ -111,7 +160,10 @@ def _platform_ids(params) -> tuple[str, str, str, str]:
     value = lambda name: _param(params, name)  # noqa: E731
 
     if value("PROLIFIC_PID"):
-        platform, ids = "prolific", (value("PROLIFIC_PID"), value("STUDY_ID"), value("SESSION_ID"))
+        if not PROLIFIC_PID_PATTERN.fullmatch(value("PROLIFIC_PID")):
+            raise JoinRefused("This link's Prolific id (PROLIFIC_PID) is not valid: a Prolific id is 24 hexadecimal "
+                              "characters. Please open the study from Prolific.")  # fmt: skip
+        platform, ids = "prolific", (value("PROLIFIC_PID").lower(), value("STUDY_ID"), value("SESSION_ID"))
     elif value("worker"):
         platform, ids = "generic", (value("worker"), "", value("session"))
     else:
@@ -121,10 +173,21 @@ def _platform_ids(params) -> tuple[str, str, str, str]:
     return (platform, *ids)
 
 
-def join(session: Session, params) -> Annotator:
-    """The worker the link signs in (made on first use), in the caller's write transaction."""
+def _locked_study(session: Session, study_id: int) -> Study | None:
+    """The study row locked for the join's transaction (PostgreSQL; SQLite's writers are serialised),
+    so that joins at once count the places one after another."""
+    return session.scalars(
+        select(Study).where(Study.id == study_id).with_for_update().execution_options(populate_existing=True)
+    ).one_or_none()
+
+
+def join(session: Session, params, *, client: str = "", now: datetime | None = None) -> Annotator:
+    """The worker the link signs in (made on first use), in the caller's write transaction.  ``client``
+    is where the request comes from (the per-client limit); ``now`` a simulated clock (tests)."""
+    now = now or utcnow()
+    client = (client or "")[:100]
     study_text, key = _param(params, "join"), _param(params, "key")
-    study = session.get(Study, int(study_text)) if study_text.isdigit() and len(study_text) < 10 else None
+    study = _locked_study(session, int(study_text)) if study_text.isdigit() and len(study_text) < 10 else None
     crowd = settings_of(study) if study is not None else None
     if (
         study is None or study.archived or not crowd["enabled"] or not crowd["secret"]
@@ -138,13 +201,37 @@ def join(session: Session, params) -> Annotator:
     )  # fmt: skip
     if found is not None:
         return session.get(Annotator, found.annotator_id)
+    joined = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
+    if joined >= places(session, study):
+        raise JoinRefused(NO_PLACES)
+    from_client = session.scalar(
+        select(func.count()).select_from(CrowdWorker).where(CrowdWorker.client == client,
+                                                            CrowdWorker.joined_at > now - JOIN_WINDOW)
+    )  # fmt: skip
+    if from_client >= JOINS_PER_CLIENT:
+        raise JoinRefused(TOO_MANY.format(minutes=int(JOIN_WINDOW.total_seconds() // 60)))
     annotator = Annotator(name=f"{platform}:{worker_id}@{study.id}", role=WORKER, password_hash=None)
     session.add(annotator)
     session.flush()
     session.add(CrowdWorker(annotator_id=annotator.id, study_id=study.id, platform=platform, worker_id=worker_id,
-                            platform_study=platform_study, platform_session=platform_session))  # fmt: skip
+                            platform_study=platform_study, platform_session=platform_session, client=client,
+                            joined_at=now))  # fmt: skip
     session.flush()
     return annotator
+
+
+def join_stats(session: Session, study: Study, now: datetime | None = None) -> dict:
+    """For the admin: workers joined and places; joins in the last minute, 10 minutes and hour; the
+    mean joins per minute over the last 10 minutes, and the joins of each of those minutes (oldest first)."""
+    now = now or utcnow()
+    hour = select(CrowdWorker.joined_at).where(CrowdWorker.study_id == study.id, CrowdWorker.joined_at > now - timedelta(hours=1))
+    times = list(session.scalars(hour))
+    within = lambda seconds: sum(1 for t in times if t > now - timedelta(seconds=seconds))  # noqa: E731
+    series = [sum(1 for t in times if now - timedelta(minutes=m + 1) < t <= now - timedelta(minutes=m)) for m in range(10)]
+    total = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
+    return {"joined": int(total or 0), "places": places(session, study), "places_default": not settings_of(study)["places"],
+            "last_minute": within(60), "last_10_minutes": within(600), "last_hour": len(times),
+            "per_minute": within(600) / 10, "per_minute_series": series[::-1]}  # fmt: skip
 
 
 def worker_row(session: Session, annotator: Annotator) -> CrowdWorker | None:

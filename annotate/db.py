@@ -18,9 +18,10 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
@@ -55,7 +56,92 @@ def make_engine(url: str | None = None, *, pool_size: int = 10) -> Engine:
         )  # fmt: skip
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size * 4, pool_timeout=120, pool_pre_ping=True)
+    limits = server_timeouts()
+    return create_engine(
+        url, pool_size=pool_size, max_overflow=pool_size * 4, pool_timeout=limits.pool, pool_pre_ping=True,
+        connect_args=limits.connect_args(),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServerTimeouts:
+    """How long a request may wait on a database server before it gives up with an error (issue 23,
+    item 4): without these a partition between app and database hangs every request as long as the
+    partition lasts.  Seconds; each from its environment variable, 0 turns one off.
+
+    - ``connect`` (``DST_JUDGE_DB_CONNECT_TIMEOUT``, 5): a new connection that gets no answer;
+    - ``statement`` (``DST_JUDGE_DB_STATEMENT_TIMEOUT``, 30): a statement the server runs or waits on
+      (a lock) that long is cancelled by the server;
+    - ``network`` (``DST_JUDGE_DB_NETWORK_TIMEOUT``, 15): data sent that the server's host does not
+      acknowledge (TCP_USER_TIMEOUT), and an idle connection's keepalive probes (first after a third
+      of it, then every sixth, three lost: dead);
+    - ``pool`` (``DST_JUDGE_DB_POOL_TIMEOUT``, 10): waiting for a free connection of the pool.
+
+    A statement under way when the network goes is thus given up after ``network`` seconds, a new
+    connection after ``connect``; the page says the database is unreachable and retries by itself
+    (``annotate/pages/outage.py``).  SQLite has only its busy timeout (``BUSY_TIMEOUT_MS``).
+    """
+
+    connect: float = 5
+    statement: float = 30
+    network: float = 15
+    pool: float = 10
+
+    def connect_args(self) -> dict:
+        args: dict = {"application_name": "dst-judge"}
+        if self.connect:
+            args["connect_timeout"] = max(1, round(self.connect))
+        if self.statement:
+            args["options"] = f"-c statement_timeout={round(self.statement * 1000)}"
+        if self.network:
+            args.update(keepalives=1, keepalives_idle=max(1, round(self.network / 3)),
+                        keepalives_interval=max(1, round(self.network / 6)), keepalives_count=3,
+                        tcp_user_timeout=round(self.network * 1000))  # fmt: skip
+        return args
+
+
+def server_timeouts() -> ServerTimeouts:
+    defaults = ServerTimeouts()
+
+    def seconds(name: str, default: float) -> float:
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValueError(f"{name}={raw!r}: give a number of seconds (0: no limit)") from None
+        if value < 0:
+            raise ValueError(f"{name}={raw!r}: give a number of seconds (0: no limit)")
+        return value
+
+    return ServerTimeouts(
+        connect=seconds("DST_JUDGE_DB_CONNECT_TIMEOUT", defaults.connect),
+        statement=seconds("DST_JUDGE_DB_STATEMENT_TIMEOUT", defaults.statement),
+        network=seconds("DST_JUDGE_DB_NETWORK_TIMEOUT", defaults.network),
+        pool=seconds("DST_JUDGE_DB_POOL_TIMEOUT", defaults.pool) or 120,
+    )
+
+
+# What "the database cannot be reached" looks like to the code: the server is down or cut off, a
+# timeout above fired, the pool is exhausted, SQLite's file is locked past its busy timeout or its disk
+# is full.  Pages turn these into a message and a retry, never a traceback (annotate/pages/outage.py).
+UNREACHABLE = (exc.OperationalError, exc.InterfaceError, exc.TimeoutError)
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether ``error`` means the database cannot be reached (or written) right now."""
+    return isinstance(error, UNREACHABLE) or (isinstance(error, exc.DBAPIError) and error.connection_invalidated)
+
+
+def reachable(engine: Engine) -> bool:
+    """One cheap round trip: whether the database answers now."""
+    try:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+        return True
+    except exc.SQLAlchemyError:
+        return False
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -3,6 +3,10 @@
 ``ensure_demo`` runs when the app starts.  On an empty database (no annotators, no
 studies) and unless ``DST_JUDGE_DEMO=0``, it creates an admin and three annotators and
 one study per kind, in one transaction, and prints the accounts.
+
+Never behind a proxy: when trusted proxies are configured (annotate.proxy) the demo, whose
+passwords are printed here and in the README, is not created, and ``python -m annotate serve``
+refuses to start while a demo account still has its demo password (``demo_refusal``).
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     from annotate.studies import create_study
 
     if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+        return False
+    if _behind_proxy():
+        print(f"DST Judge: {BEHIND_PROXY}", flush=True)
         return False
     fixtures = fixtures_dir()
     with write_session(engine) as session:
@@ -65,6 +72,58 @@ def missing_fixtures_message(fixtures: Path) -> str:
     return f"No demo data at {fixtures} (set DST_JUDGE_FIXTURES to the shared fixtures folder); starting without the demo."
 
 
+BEHIND_PROXY = ("a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY), so the demo and "
+                "its published passwords are not made; set DST_JUDGE_DEMO=0 and create an admin")  # fmt: skip
+
+
+def _behind_proxy() -> bool:
+    from annotate.proxy import ProxyConfigError, proxy_configured
+
+    try:
+        return proxy_configured()
+    except ProxyConfigError:  # a setting was meant, even if malformed: no demo either
+        return True
+
+
+def demo_pending(engine: Engine) -> bool:
+    """Whether ``ensure_demo`` would make the demo now if no proxy were configured."""
+    from annotate.db import read_session
+    from annotate.models import Annotator, Study
+
+    if os.environ.get("DST_JUDGE_DEMO", "1") == "0" or not fixtures_dir().is_dir():
+        return False
+    with read_session(engine) as session:
+        return not (session.scalar(select(func.count()).select_from(Annotator))
+                    or session.scalar(select(func.count()).select_from(Study)))  # fmt: skip
+
+
+def demo_passwords_in_use(engine: Engine) -> list[str]:
+    """The demo accounts that still have their published password."""
+    from annotate.auth import find_annotator, password_matches
+    from annotate.db import read_session
+
+    with read_session(engine) as session:
+        people = {name: (password, find_annotator(session, name)) for name, password, _ in DEMO_ACCOUNTS}
+        return [name for name, (password, person) in people.items()
+                if person is not None and password_matches(password, person.password_hash)]  # fmt: skip
+
+
+def demo_refusal(engine: Engine) -> str | None:
+    """Why ``serve`` must not start (a proxy is configured and the demo would be made, or a demo
+    account still has its published password), else None."""
+    if not _behind_proxy():
+        return None
+    if demo_pending(engine):
+        return ("a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY) and this empty database "
+                "would get the demo, whose passwords are published: set DST_JUDGE_DEMO=0 and create an admin with "
+                f"{FIRST_ADMIN}")  # fmt: skip
+    in_use = demo_passwords_in_use(engine)
+    if in_use:
+        return (f"a reverse proxy is configured and the demo account(s) {', '.join(in_use)} still have their published "
+                "password: change them (python -m annotate annotator password NAME) before serving behind a proxy")  # fmt: skip
+    return None
+
+
 FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' python -m annotate annotator add NAME --admin"
 
 
@@ -82,6 +141,8 @@ def setup_hint(engine: Engine) -> str | None:
         return None
     if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
         why = "The demo is off (DST_JUDGE_DEMO=0)."
+    elif _behind_proxy():
+        why = "The demo is off behind a reverse proxy (DST_JUDGE_TRUSTED_PROXIES)."
     elif not fixtures_dir().is_dir():
         why = missing_fixtures_message(fixtures_dir())
     else:

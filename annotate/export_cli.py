@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args) -> int:
     from sqlalchemy import select
 
-    from annotate import membership
+    from annotate import assignment, membership
     from annotate.db import database_url, make_engine, read_session, upgrade, write_session
     from annotate.models import Study
     from annotate.study_data import load_study
@@ -70,38 +70,43 @@ def run(args) -> int:
                                 args.bootstrap, args.folds, args.seed, args.adjust, args.weights, args.resample)  # fmt: skip
     engine = make_engine(database_url(args.db))
     upgrade(engine)
-    with read_session(engine) as session:  # the newest vote the export holds (read before the votes)
-        study_id = session.scalar(select(Study.id).where(Study.name == args.study))
-        through = membership.last_vote(session, study_id) if study_id is not None else 0
-    data = load_study(engine, args.study, history=args.history)
-    files = write(data, args.fmt, settings, history=args.history, condition=args.condition)
-    fmt = FORMATS[args.fmt]
+    try:  # the engine is this run's: its connections are closed when it ends
+        with read_session(engine) as session:  # the newest vote the export holds (read before the votes)
+            study_id = session.scalar(select(Study.id).where(Study.name == args.study))
+            through = membership.last_vote(session, study_id) if study_id is not None else 0
+        data = load_study(engine, args.study, history=args.history)
+        files = write(data, args.fmt, settings, history=args.history, condition=args.condition)
+        fmt = FORMATS[args.fmt]
 
-    def written() -> int:  # a votes export, once written, counts for a later delete (annotate.membership)
-        if args.fmt.startswith("votes-"):
-            with write_session(engine) as session:
-                membership.record_export(session, session.get(Study, study_id), membership.CLI, args.fmt, through)
-        return 0
+        def written() -> int:  # a votes export, once written, counts for a later delete (annotate.membership)
+            if args.fmt.startswith("votes-"):
+                with write_session(engine) as session:
+                    # the study row locked and read under the lock: nothing read before is written back
+                    study = assignment.lock_study(session, study_id)
+                    membership.record_export(session, study, membership.CLI, args.fmt, through)
+            return 0
 
-    if fmt.multi_file:
+        if fmt.multi_file:
+            if args.out is None:
+                raise ValueError(f"{args.fmt} writes one file per {fmt.unit}: give --out FOLDER")
+            for relative, content in files:
+                target = args.out / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+            print(f"wrote {len(files)} file(s) under {args.out}", file=sys.stderr)
+            return 0
+        (_, content), = files
         if args.out is None:
-            raise ValueError(f"{args.fmt} writes one file per {fmt.unit}: give --out FOLDER")
-        for relative, content in files:
-            target = args.out / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        print(f"wrote {len(files)} file(s) under {args.out}", file=sys.stderr)
-        return 0
-    (_, content), = files
-    if args.out is None:
-        if args.fmt == "votes-parquet":
-            raise ValueError("votes-parquet is binary: give --out FILE")
-        sys.stdout.write(content.decode())
+            if args.fmt == "votes-parquet":
+                raise ValueError("votes-parquet is binary: give --out FILE")
+            sys.stdout.write(content.decode())
+            return written()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_bytes(content)
+        print(f"wrote {args.out}", file=sys.stderr)
         return written()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(content)
-    print(f"wrote {args.out}", file=sys.stderr)
-    return written()
+    finally:
+        engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:

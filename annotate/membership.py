@@ -12,6 +12,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from annotate import crowd
+from annotate.assignment import lock_study
 from annotate.auth import AuthError, PermissionDenied, find_annotator
 from annotate.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyChange, StudyMember, VoteEvent
 
@@ -89,7 +90,12 @@ def last_vote(session: Session, study_id: int) -> int:
 
 def record_export(session: Session, study: Study, by: Annotator | str, what: str, through: int) -> None:
     """The votes of the study up to event ``through`` were exported (downloaded, or written by the CLI):
-    recorded, and remembered for :func:`delete_study`."""
+    recorded, and remembered for :func:`delete_study`.
+
+    The study row is locked (and read again) here, whatever the caller read before: the settings are
+    written back whole, so a copy read without the lock would undo an admin's change committed in
+    between (issue 23: crowd secrets reverted by exports)."""
+    study = lock_study(session, study.id)
     record(session, study.id, by, "export", "", f"{what}, vote events up to #{through}")
     settings = dict(study.settings or {})
     settings["exported_through"] = max(int(settings.get("exported_through", 0)), int(through))
@@ -102,6 +108,7 @@ def delete_study(session: Session, study: Study, confirm: str) -> None:
     Refused unless ``confirm`` is the study's name, and, while the study has votes, unless every
     vote event was exported first (:func:`record_export`): a delete cannot lose a vote nobody kept.
     """
+    study = lock_study(session, study.id)  # its exports read under the lock (see record_export)
     if confirm.strip() != study.name:
         raise ValueError(f"type the study's name ({study.name!r}) to confirm the delete")
     newest = last_vote(session, study.id)

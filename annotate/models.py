@@ -209,7 +209,11 @@ class CrowdWorker(Base):
     password) per study and platform id, so a worker's login reaches that study only."""
 
     __tablename__ = "crowd_workers"
-    __table_args__ = (UniqueConstraint("study_id", "platform", "worker_id", name="uq_crowd_worker"),)
+    __table_args__ = (
+        UniqueConstraint("study_id", "platform", "worker_id", name="uq_crowd_worker"),
+        Index("ix_crowd_workers_client_joined", "client", "joined_at"),  # new workers per client (annotate.crowd)
+        Index("ix_crowd_workers_study_joined", "study_id", "joined_at"),  # joins per minute
+    )
 
     annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), primary_key=True)
     study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
@@ -219,6 +223,7 @@ class CrowdWorker(Base):
     platform_session: Mapped[str] = mapped_column(String(64), default="")  # Prolific's SESSION_ID (of the first join)
     joined_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # completion code shown
+    client: Mapped[str] = mapped_column(String(100), default="", server_default="")  # address it joined from: the limit only
 
 
 class ItemAudio(Base):

@@ -114,6 +114,20 @@ def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
         return {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
 
 
+def answers_since(engine: Engine, user: Annotator, item_id: int, since) -> dict[str, str]:
+    """The user's answers on the item stored at or after ``since`` (latest per question): whether an
+    answer sent while the database was unreachable got through (``annotate.screen.settle``)."""
+    from annotate.models import VoteEvent
+
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(VoteEvent.question, VoteEvent.value)
+            .where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == user.id, VoteEvent.created_at >= since)
+            .order_by(VoteEvent.id)
+        ).all()
+    return dict(rows)
+
+
 def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
     with read_session(engine) as session:
         events = votes.current_answers(session, user, item_id)
@@ -175,9 +189,11 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
 # --- crowd workers ------------------------------------------------------------------------
 
 
-def join_crowd(engine: Engine, params) -> str:
+def join_crowd(engine: Engine, params, *, client: str = "", now=None) -> str:
     """Sign a crowd worker in by a study's join link (its URL parameters): the session token.
-    Raises crowd.JoinRefused with a plain message; a refused link changes nothing."""
+    ``client``: where the request comes from (the page's client address), for the per-client limit;
+    ``now``: a simulated clock (tests).  Raises crowd.JoinRefused with a plain message; a refused
+    link changes nothing."""
     from sqlalchemy.exc import IntegrityError
 
     from annotate.sessions import open_session
@@ -185,7 +201,7 @@ def join_crowd(engine: Engine, params) -> str:
     for attempt in range(2):  # the same worker joining in two tabs at once: the second finds the first
         try:
             with write_session(engine) as session:
-                return open_session(session, crowd.join(session, params))
+                return open_session(session, crowd.join(session, params, client=client, now=now))
         except IntegrityError:
             if attempt:
                 raise
@@ -205,17 +221,24 @@ def crowd_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
 
 
 def set_crowd(engine: Engine, user: Annotator, study_id: int, *, enabled: bool, quota: int | None, completion_code: str,
-              redirect_url: str, new_secret: bool = False) -> dict:  # fmt: skip
-    """Open or close a study to crowd workers, with quota, completion code and redirect URL; recorded
-    (without the secret).  Returns the new settings."""
+              redirect_url: str, new_secret: bool = False, places: int | None = None) -> dict:  # fmt: skip
+    """Open or close a study to crowd workers, with quota, places (None: the study's need), completion
+    code and redirect URL; recorded (without the secret).  Returns the new settings."""
     require_admin(user)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
         before, after = crowd.configure(study, enabled=enabled, quota=quota, completion_code=completion_code,
-                                        redirect_url=redirect_url, new_secret=new_secret)  # fmt: skip
+                                        redirect_url=redirect_url, new_secret=new_secret, places=places)  # fmt: skip
         if before != after:
             membership.record(session, study_id, user, "crowd", crowd.public(before), crowd.public(after))
         return after
+
+
+def crowd_joins(engine: Engine, user: Annotator, study_id: int, *, now=None) -> dict:
+    """Workers joined, places, and joins per minute (crowd.join_stats) for the admin."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return crowd.join_stats(session, session.get(Study, study_id), now)
 
 
 def crowd_link(engine: Engine, user: Annotator, study_id: int, base_url: str, platform: str = "prolific") -> str:
@@ -238,9 +261,14 @@ def create_study_from_uploads(
     require_admin(user)
     if not files:
         raise StudyError("upload at least one file")
-    with unpacked(files) as paths, write_session(engine) as session:
-        study = create_study(session, name, kind, paths, **options)
-        return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+    from annotate.studies import prepare_items
+
+    with unpacked(files) as paths:
+        # read the files before the write transaction: votes do not wait on parsing (issue 23, item 7)
+        drafts = prepare_items(kind, paths, options.get("condition"), options.get("sample"), options.get("seed", 0))
+        with write_session(engine) as session:
+            study = create_study(session, name, kind, paths, drafts=drafts, **options)
+            return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
 
 
 def list_annotators(engine: Engine, user: Annotator) -> list[dict]:

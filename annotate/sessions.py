@@ -5,41 +5,59 @@ only its SHA-256 with an expiry (``DST_JUDGE_SESSION_HOURS``, default 12).  Ever
 run looks the token up again, so logout, expiry and a password reset (which revokes all
 of that annotator's sessions) take effect on the server, on every app server at once.
 
-Failed logins are throttled, in the database so that the limits hold across app servers:
+Failed logins are throttled, in the database so that the limits hold across app servers.
+The design (argued in README, *Threat model* -> *Login throttling*): a stranger's failures
+must slow guessing, but never keep a person out of their own account.
 
-- per name and client (the browser's address): ``DST_JUDGE_MAX_LOGIN_FAILURES`` (default 5)
-  failures in 15 minutes are free; after that, each attempt from that client waits 30 s after
-  its last failure, doubling with every further failure (30 s, 60 s, 120 s, ... at most 15 min).
-  Attempts made while waiting are refused without checking the password and are not counted.
-- per name, from all clients together: after ``NAME_FREE_FAILURES`` (25) failures in 15 minutes,
-  every client waits 5 s after the name's last failure, doubling, but never more than 60 s.  So
-  guessing from many addresses is slowed to about one try a minute, while a stranger can hold a
-  known user up for a minute at most: the long waits fall on the guesser's own address.
-- a successful login clears that client's failures; an admin's password reset (app or CLI)
-  clears all failures of the name.
+- **Known browsers.**  A successful login also gives the browser a *device token* for that
+  name (cookie ``dst_judge_device``, ``DST_JUDGE_DEVICE_DAYS``, default 30): issue time, a
+  random nonce and an HMAC keyed with the account's password hash, so only the server can
+  make one, a password reset voids them all, and nothing new is stored.  An attempt that
+  shows a valid device token for the name is counted under that token alone
+  (``device:<nonce>``): ``FREE_FAILURES`` failures in an hour are free, then each attempt
+  waits 30 s after its last failure, doubling, at most 15 min.  Nobody else's failures -
+  from any address, in any number - touch it.
+- **Unknown browsers** (first login here, cookies cleared, a guesser) are counted per name and
+  client address (``client``, resolved by annotate.proxy: trusted proxies only): the same
+  schedule (``FREE_FAILURES`` free in an hour, then 30 s doubling, at most 15 min); and per
+  name over all unknown browsers together:
+  after ``NAME_FREE_FAILURES`` (25) failures in 15 minutes every unknown browser waits 5 s
+  after the name's last failure, doubling, at most 60 s.  Known browsers' failures are not
+  counted there.
+- Attempts made while waiting are refused without checking the password and are not counted.
+  A successful login clears the failures of its own bucket; an admin's password reset (app or
+  CLI) clears all failures of the name.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import os
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, and_, delete, func, select, update
 
-from annotate.auth import authenticate
+from annotate.auth import authenticate, find_annotator
 from annotate.db import read_session, write_session
 from annotate.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
 
 COOKIE_NAME = "dst_judge_session"
+DEVICE_COOKIE_NAME = "dst_judge_device"
 SESSION_HOURS = float(os.environ.get("DST_JUDGE_SESSION_HOURS", "12"))
+DEVICE_DAYS = float(os.environ.get("DST_JUDGE_DEVICE_DAYS", "30"))
+MAX_DEVICE_TOKENS = 4  # names remembered per browser (a lab computer shared by a few annotators)
 MAX_FAILURES = int(os.environ.get("DST_JUDGE_MAX_LOGIN_FAILURES", "5"))
-FREE_FAILURES = MAX_FAILURES  # per name and client, before the delays start
+FREE_FAILURES = MAX_FAILURES  # per name and client (address or known browser), before the delays start
 CLIENT_DELAY = (30.0, 15 * 60.0)  # first delay and the cap, seconds (per name and client)
-NAME_FREE_FAILURES = 25  # per name, all clients together
+NAME_FREE_FAILURES = 25  # per name, all unknown browsers together
 NAME_DELAY = (5.0, 60.0)  # first delay and the cap, seconds (per name): short, so nobody is locked out
-FAILURE_WINDOW = timedelta(minutes=15)
+FAILURE_WINDOW = timedelta(minutes=15)  # per name
+CLIENT_WINDOW = timedelta(hours=1)  # per name and client: longer than the longest delay, so a 15 min wait
+# does not wipe the slate (with a 15 min window the guesser got 5 free tries again after each wait)
+DEVICE_PREFIX = "device:"
 
 
 class LoginRefused(ValueError):
@@ -61,46 +79,143 @@ def throttle_delay(failures: int, free: int, first: float, cap: float) -> float:
     return float(min(cap, first * 2 ** min(failures - free, 30)))
 
 
-def _wait(session, condition, free: int, delay: tuple[float, float], now: datetime) -> float:
-    """Seconds still to wait under one throttle (0 when free to try)."""
-    count, last = session.execute(select(func.count(LoginFailure.id), func.max(LoginFailure.at)).where(*condition)).one()
-    if not count:
-        return 0.0
-    wait = throttle_delay(count, free, *delay)
-    return max(0.0, wait - (now - last).total_seconds())
+# Device tokens: "<issued unix seconds>.<nonce>.<mac>", several joined by "~" in one cookie.
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _seconds(moment: datetime) -> int:
+    """Unix seconds of a naive UTC datetime (as the store keeps them)."""
+    return int((moment.replace(tzinfo=None) - _EPOCH).total_seconds())
+
+
+def _device_mac(password_hash: str, name: str, issued: int, nonce: str) -> str:
+    message = f"dst-judge-device\n{name}\n{issued}\n{nonce}".encode()
+    mac = hmac.new(password_hash.encode("utf-8"), message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode("ascii").rstrip("=")
+
+
+def _device_parts(token: str) -> tuple[int, str, str] | None:
+    parts = token.split(".")
+    if len(parts) != 3 or not parts[0].isdigit() or not (8 <= len(parts[1]) <= 40) or len(parts[2]) > 60:
+        return None
+    return int(parts[0]), parts[1], parts[2]
+
+
+def _device_tokens(cookie: str | None) -> list[str]:
+    if not isinstance(cookie, str) or len(cookie) > 1000:
+        return []
+    return [token for token in cookie.split("~")[: MAX_DEVICE_TOKENS * 2] if token]
+
+
+def known_device(annotator: Annotator | None, cookie: str | None, now: datetime) -> str | None:
+    """The nonce of a live device token in ``cookie`` made for this annotator, else None."""
+    if annotator is None or not annotator.password_hash:
+        return None
+    oldest = _seconds(now - timedelta(days=DEVICE_DAYS))
+    for token in _device_tokens(cookie):
+        parts = _device_parts(token)
+        if parts is None:
+            continue
+        issued, nonce, mac = parts
+        if oldest <= issued <= _seconds(now) + 60 and hmac.compare_digest(
+            mac, _device_mac(annotator.password_hash, annotator.name, issued, nonce)
+        ):
+            return nonce
+    return None
+
+
+def device_cookie(annotator: Annotator, previous: str | None, now: datetime | None = None) -> str:
+    """The device cookie after a successful login: a fresh token for this name first, then the
+    browser's other live tokens (other names), at most ``MAX_DEVICE_TOKENS``."""
+    now = now or utcnow()
+    issued = _seconds(now)
+    nonce = secrets.token_urlsafe(12)
+    tokens = [f"{issued}.{nonce}.{_device_mac(annotator.password_hash or '', annotator.name, issued, nonce)}"]
+    oldest = _seconds(now - timedelta(days=DEVICE_DAYS))
+    for token in _device_tokens(previous):
+        parts = _device_parts(token)
+        if parts is None or parts[0] < oldest or known_device(annotator, token, now):
+            continue  # malformed, expired, or this name's old token
+        tokens.append(token)
+    return "~".join(tokens[:MAX_DEVICE_TOKENS])
+
+
+def _throttle_wait(session, name: str, bucket: str, known: bool, now: datetime) -> float:
+    """Seconds this bucket must still wait before its password is checked (0: go ahead); one query."""
+    own = and_(LoginFailure.client == bucket, LoginFailure.at >= now - CLIENT_WINDOW)
+    unknown = and_(LoginFailure.client.not_like(DEVICE_PREFIX + "%"), LoginFailure.at >= now - FAILURE_WINDOW)
+    since = now - max(CLIENT_WINDOW, FAILURE_WINDOW)
+    own_count, own_last, name_count, name_last = session.execute(
+        select(func.count(LoginFailure.id).filter(own), func.max(LoginFailure.at).filter(own),
+               func.count(LoginFailure.id).filter(unknown), func.max(LoginFailure.at).filter(unknown))
+        .where(LoginFailure.name == name, LoginFailure.at >= since)
+    ).one()  # fmt: skip
+    waits = [(own_count, own_last, FREE_FAILURES, CLIENT_DELAY)]
+    if not known:  # an unknown browser: also the name's limit over all unknown browsers
+        waits.append((name_count, name_last, NAME_FREE_FAILURES, NAME_DELAY))
+    wait = 0.0
+    for count, last, free, delay in waits:
+        if count:
+            wait = max(wait, throttle_delay(count, free, *delay) - (now - last).total_seconds())
+    return wait
+
+
+def _refuse_wait(wait: float) -> LoginRefused:
+    return LoginRefused(f"too many failed logins for this name; try again in {int(-(-wait // 1))} s")
 
 
 def log_in(
-    engine: Engine, name: str, password: str, *, client: str = "", now: datetime | None = None
+    engine: Engine, name: str, password: str, *, client: str = "", device: str | None = None, now: datetime | None = None
 ) -> tuple[Annotator, str]:
     """Check the password and open a session: (annotator, token for the cookie).
 
-    ``client`` names where the attempt comes from (the browser's address).  Refused while a
-    throttle's delay runs (see the module docstring); a failure is committed even though the
-    login is refused.
+    ``client`` is the address the attempt is counted under (annotate.proxy.client_address);
+    ``device`` the browser's device cookie, if any.  Refused while a throttle's delay runs (see
+    the module docstring); a failure is committed even though the login is refused.
+
+    The throttle is read, and the (slow) password check made, outside any write transaction, so
+    refused attempts write nothing and a login never holds the database's write lock during bcrypt.
+    The write transaction checks the throttle again: an attempt that concurrent failures of the same
+    bucket have put behind a delay is refused as waiting (its password result is not revealed), so a
+    burst of parallel guesses gets no more checks than one after the other.
     """
     name = name.strip()[:100]
     client = (client or "")[:100]
+    if client.startswith(DEVICE_PREFIX):  # an address never poses as a known browser
+        client = "?" + client
     now = now or utcnow()
-    with write_session(engine) as session:
-        since = now - FAILURE_WINDOW
-        recent = (LoginFailure.name == name, LoginFailure.at >= since)
-        wait = max(
-            _wait(session, (*recent, LoginFailure.client == client), FREE_FAILURES, CLIENT_DELAY, now),
-            _wait(session, recent, NAME_FREE_FAILURES, NAME_DELAY, now),
-        )
+    with read_session(engine) as session:
+        nonce = known_device(find_annotator(session, name), device, now) if device else None
+        bucket = client if nonce is None else DEVICE_PREFIX + nonce
+        wait = _throttle_wait(session, name, bucket, nonce is not None, now)
         if wait > 0:
-            raise LoginRefused(f"too many failed logins for this name; try again in {int(-(-wait // 1))} s")
+            raise _refuse_wait(wait)
         annotator = authenticate(session, name, password)
-        token = None
+    token = None
+    with write_session(engine) as session:
+        wait = _throttle_wait(session, name, bucket, nonce is not None, now)
+        if wait > 0:
+            raise _refuse_wait(wait)
         if annotator is None:
-            session.add(LoginFailure(name=name, client=client, at=now))
+            session.add(LoginFailure(name=name, client=bucket, at=now))
         else:
-            session.execute(delete(LoginFailure).where(LoginFailure.name == name, LoginFailure.client == client))
+            session.execute(delete(LoginFailure).where(LoginFailure.name == name, LoginFailure.client == bucket))
             token = open_session(session, annotator, now)
     if annotator is None:
         raise LoginRefused("wrong name or password")
     return annotator, token
+
+
+def cookie_string(name: str, value: str, max_age: int, *, secure: bool) -> str:
+    """What our script writes to ``document.cookie``: path /, SameSite=Strict, and ``Secure`` when the
+    page was served over HTTPS (annotate.proxy.is_https), so the browser never sends it in clear text.
+
+    >>> cookie_string("dst_judge_session", "abc", 60, secure=True)
+    'dst_judge_session=abc; path=/; max-age=60; samesite=strict; secure'
+    >>> cookie_string("dst_judge_session", "", 0, secure=False)
+    'dst_judge_session=; path=/; max-age=0; samesite=strict'
+    """
+    return f"{name}={value}; path=/; max-age={int(max_age)}; samesite=strict" + ("; secure" if secure else "")
 
 
 def open_session(session, annotator: Annotator, now: datetime | None = None) -> str:

@@ -64,6 +64,13 @@ def sample_units(drafts: list[ItemDraft], sample: int | None, seed: int) -> list
     return [d for d in drafts if d.unit in chosen]
 
 
+def prepare_items(kind: str, paths: list, condition: str | None = None, sample: int | None = None,
+                  seed: int = 0) -> list[ItemDraft]:  # fmt: skip
+    """Read and sample a study's items from its files: the slow part of creating a study, done before
+    the write transaction (``create_study(..., drafts=...)``) so annotators' votes do not wait on it."""
+    return sample_units(build_items(kind, paths, condition), sample, seed)
+
+
 def create_study(
     session: Session,
     name: str,
@@ -77,8 +84,10 @@ def create_study(
     seed: int = 0,
     gold_path: str | os.PathLike | None = None,
     timeout_minutes: int = DEFAULT_TIMEOUT_MINUTES,
+    drafts: list[ItemDraft] | None = None,
 ) -> Study:
-    """Create a study and its items in the caller's transaction (nothing on any error)."""
+    """Create a study and its items in the caller's transaction (nothing on any error).  ``drafts``:
+    the items as :func:`prepare_items` read them beforehand (outside the write lock); else read here."""
     name = name.strip()
     if not name:
         raise StudyError("a study needs a name")
@@ -86,7 +95,8 @@ def create_study(
         raise StudyError("overlap (annotators per item) must be at least 1")
     if session.scalar(select(Study.id).where(Study.name == name)) is not None:
         raise StudyError(f"a study named {name!r} exists already")
-    drafts = sample_units(build_items(kind, paths, condition), sample, seed)
+    if drafts is None:
+        drafts = prepare_items(kind, paths, condition, sample, seed)
     keys = set()
     for draft in drafts:
         if (draft.key, draft.condition) in keys:

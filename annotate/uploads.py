@@ -4,6 +4,13 @@ Limits: the whole upload and every archive's unpacked size stay under ``DST_JUDG
 (default 200); names are reduced to their last part and may not be hidden (``.x``); archive members
 may not leave the archive (absolute paths, ``..``).  Every refusal is a ReaderError naming the
 uploaded file as the admin knows it.
+
+Memory: an archive is unpacked member by member, ``CHUNK`` bytes at a time, straight to disk; the
+sizes its headers declare are checked first, and the bytes that really come out are counted as they
+come (a member may not inflate past its declared size, nor the archive past the limit).  A "zip bomb"
+whose headers claim 100 bytes for a member that inflates to 1 GB is refused having taken no more than
+the upload and one chunk (``tests/store/test_upload_limits.py``).  Python's ``ZipFile.read`` would
+inflate the whole member in one call first (up to 2 GB) and only then cut it to the declared size.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -46,15 +54,32 @@ def _members(name: str, archive: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipI
         yield info, inner
 
 
+CHUNK = 1 << 20  # bytes inflated per read
+
+
 def unzip(name: str, data: bytes, target: Path) -> Path:
-    """A zip archive unpacked under ``target`` (its folders kept)."""
+    """A zip archive unpacked under ``target`` (its folders kept), streamed member by member."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             _check_size(name, sum(info.file_size for info in archive.infolist()), "unpacks to")
+            total = 0
             for info, inner in _members(name, archive):
                 destination = target.joinpath(*inner.parts)
                 destination.parent.mkdir(parents=True, exist_ok=True)
-                destination.write_bytes(archive.read(info))
+                try:
+                    with archive.open(info) as source, destination.open("wb") as sink:
+                        written = 0
+                        while chunk := source.read(CHUNK):
+                            written += len(chunk)
+                            total += len(chunk)
+                            if written > info.file_size:
+                                raise ReaderError(name, info.filename, f"inflates past its declared {info.file_size} bytes")
+                            _check_size(name, total, "unpacks to more than")
+                            sink.write(chunk)
+                except zipfile.BadZipFile as err:  # zipfile stops at the declared size; the CRC then differs
+                    raise ReaderError(name, info.filename, f"damaged: its data does not match its header ({err})") from None
+                except (EOFError, zlib.error, NotImplementedError) as err:
+                    raise ReaderError(name, info.filename, f"a member that cannot be unpacked ({err})") from None
     except zipfile.BadZipFile:
         raise ReaderError(name, "", "not a readable zip archive") from None
     return target

@@ -8,16 +8,38 @@ taken whatever the overlap, and count as done.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from itertools import islice
+from types import SimpleNamespace
 from typing import NamedTuple
 
-from sqlalchemy import and_, bindparam, func, insert, select, update
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    exists,
+    false,
+    func,
+    insert,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
-from annotate.assignment import ACTIVE, DONE, SKIPPED, claim, cutoff, holding, reclaim_expired_item, study_row
-from annotate.auth import find_annotator
-from annotate.models import Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
+from annotate.assignment import ACTIVE, DONE, RECLAIMED, SKIPPED, claim, cutoff, holding, reclaim_expired_item, study_row
+from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
 from annotate.prepared import Prepared
 from annotate.studies import StudyError, check_value, required_questions
 from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
@@ -27,6 +49,11 @@ from formats.safety import unneutralise
 
 class CapacityError(StudyError):
     """The item already has its k annotators."""
+
+
+class Reassigned(CapacityError):
+    """The voter held a place on the item, it timed out, and the item went to others meanwhile: the
+    answer is refused (never stored on another item); the page says so and shows the next item."""
 
 
 _MY_PLACE = select(Assignment.id, Assignment.status, Assignment.assigned_at).where(
@@ -125,6 +152,10 @@ def cast_vote(
         if not claim(session, study, item_id, annotator, now, force=source == "import"):
             taken = connection.execute(select(func.count()).where(Assignment.item_id == item_id,
                                                                   holding(study, now))).scalar()  # fmt: skip
+            if place is not None:  # they had it on their screen: their place timed out and went to others
+                minutes = float(study.settings.get("timeout_minutes", DEFAULT_TIMEOUT_MINUTES))
+                why = "you had skipped it" if place.status == SKIPPED else f"your place on it timed out after {minutes:g} minutes"
+                raise Reassigned(f"Item {item.key} went to another annotator ({why}); your answer was not stored.")
             raise CapacityError(
                 f"item {item.key} already has {taken} annotators (overlap {study.overlap}); an admin can re-open it"
             )
@@ -239,62 +270,259 @@ def rows_to_csv(rows: Iterable[dict], columns=EXPORT_COLUMNS) -> str:
     return csv_bytes(rows, columns).decode()
 
 
-class _ImportRows:
-    """What a votes file's rows refer to: the study's items by key, and annotators by name (unknown
-    annotators are created without a login)."""
+# --- Vote import (issue 23): validate first, stage apart, swap in with one short transaction. ---
+#
+# ``python -m annotate votes import`` used to cast every row with ``cast_vote`` inside one write
+# transaction: on SQLite that held the single write lock for the whole file (a 90,000-row file:
+# ~100 s, and annotators got "database is locked"); on PostgreSQL it held the row locks of every item
+# it touched as long.  Now an import
+#   1. reads the study and its items once (a read-only session), then checks the rows as it goes:
+#      item by key, question and value, annotator name, seconds; a bad row is a ReaderError naming
+#      its line, and nothing shared has been written;
+#   2. writes the checked rows into a TEMPORARY table of its own connection, ``IMPORT_BATCH`` rows at
+#      a time (memory stays flat whatever the file's length).  A temporary table belongs to that
+#      connection alone: writing it takes no lock that anyone else waits for (SQLite keeps it in the
+#      connection's own temp database), and it vanishes with the connection, so a killed import leaves
+#      nothing behind;
+#   3. once every row is checked and staged, swaps them in with one short transaction of a few
+#      set-based statements (new annotators, places taken or kept, every item's ``holders``, the vote
+#      events in file order).  That transaction is all that others ever wait for (bench/bench_import.py
+#      has the figures).
+# All or nothing: an error (or a crash) anywhere before that transaction commits leaves the database
+# as it was.
 
-    def __init__(self, session: Session, study: Study, path):
-        self.session, self.study, self.path = session, study, path
-        self.items: dict[str, list[Item]] = {}
-        for item in session.scalars(select(Item).where(Item.study_id == study.id)):
-            self.items.setdefault(item.key, []).append(item)
-        self.annotators: dict[str, Annotator] = {}
+IMPORT_BATCH = 5_000  # rows checked, then written to the staging table, per statement
 
-    def item(self, line: int, row: dict) -> Item:
+_IMPORT_META = MetaData()
+_STAGED = Table(
+    "dst_judge_staged_votes", _IMPORT_META,
+    Column("seq", Integer, primary_key=True),
+    Column("item_id", Integer, nullable=False),
+    Column("annotator", String(100), nullable=False),
+    Column("question", String(300), nullable=False),
+    Column("value", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("seconds", Float, nullable=True),
+    prefixes=["TEMPORARY"],
+)  # fmt: skip
+_PAIRS = Table(
+    "dst_judge_staged_places", _IMPORT_META,
+    Column("item_id", Integer, primary_key=True),
+    Column("annotator_id", Integer, primary_key=True),
+    Column("needs", Boolean, nullable=False),  # the voter holds no place on the item: one is taken
+    prefixes=["TEMPORARY"],
+)  # fmt: skip
+
+
+class _ImportItem(NamedTuple):
+    """What checking a row reads of its item (``check_value`` takes it like an Item)."""
+
+    id: int
+    key: str
+    condition: str
+    questions: list
+
+
+class StagedVote(NamedTuple):
+    item_id: int
+    annotator: str
+    question: str
+    value: str
+    comment: str
+    seconds: float | None
+
+
+def check_vote_rows(session: Session, study_id: int, path, text: str) -> Iterator[StagedVote]:
+    """Every row of a tidy votes CSV checked against the study, in file order; the first bad row
+    raises a ReaderError naming its line.  The study and its items are read now (``session`` is not
+    used afterwards); the rows are checked as they are drawn, so a file never sits in memory as rows.
+    Unknown annotators are fine (the import creates them, without a login)."""
+    study = study_row(session, study_id)
+    name = session.scalar(select(Study.name).where(Study.id == study_id))
+    items: dict[str, list[_ImportItem]] = {}
+    for found in session.execute(select(Item.id, Item.key, Item.condition, Item.questions).where(Item.study_id == study_id)):
+        items.setdefault(found.key, []).append(_ImportItem(*found))
+    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
+    return _checked(rows, study, name, items, path)
+
+
+def _checked(rows, study, name: str, items: dict, path) -> Iterator[StagedVote]:
+    for line, row in rows:
         key = unneutralise(row["item"] or "")
         condition = unneutralise(row.get("condition") or "")
-        matches = self.items.get(key, [])
+        matches = items.get(key, [])
         if condition or len(matches) > 1:
             matches = [m for m in matches if m.condition == condition]
         if len(matches) != 1:
-            raise ReaderError(
-                self.path, f"line {line}", f"no single item {key!r} (condition {condition!r}) in study {self.study.name!r}"
-            )
-        return matches[0]
+            raise ReaderError(path, f"line {line}", f"no single item {key!r} (condition {condition!r}) in study {name!r}")
+        annotator = unneutralise(row["annotator"] or "").strip()
+        if not annotator:
+            raise ReaderError(path, f"line {line}", "empty annotator name")
+        if len(annotator) > 100:
+            raise ReaderError(path, f"line {line}", "an annotator name has at most 100 characters")
+        question, seconds = unneutralise(row["question"] or ""), row.get("seconds")
+        try:
+            value = check_value(study, matches[0], question, unneutralise(row["value"] or ""))
+            seconds = float(seconds) if seconds else None
+        except (StudyError, ValueError) as err:
+            raise ReaderError(path, f"line {line}", str(err)) from None
+        yield StagedVote(matches[0].id, annotator, question, value, unneutralise(row.get("comment") or ""), seconds)
 
-    def annotator(self, line: int, row: dict) -> Annotator:
-        name = unneutralise(row["annotator"] or "").strip()
-        if not name:
-            raise ReaderError(self.path, f"line {line}", "empty annotator name")
-        if name not in self.annotators:
-            annotator = find_annotator(self.session, name)
-            if annotator is None:
-                annotator = Annotator(name=name, role="annotator", password_hash=None)
-                self.session.add(annotator)
-                self.session.flush()
-            self.annotators[name] = annotator
-        return self.annotators[name]
+
+def _batches(votes: Iterator[StagedVote]) -> Iterator[tuple[int, list[StagedVote]]]:
+    """``(first row's number, rows)`` of at most ``IMPORT_BATCH`` rows each."""
+    start = 0
+    while batch := list(islice(votes, IMPORT_BATCH)):
+        yield start, batch
+        start += len(batch)
+
+
+def _stage(connection, votes: list[StagedVote], start: int = 0) -> None:
+    """One batch into the staging table (made by ``_make_staging``)."""
+    if votes:
+        connection.execute(insert(_STAGED), [{"seq": start + i, **vote._asdict()} for i, vote in enumerate(votes)])
+
+
+def _make_staging(connection) -> None:
+    for table in (_STAGED, _PAIRS):
+        table.drop(connection, checkfirst=True)
+        table.create(connection)
+
+
+def _drop_staging(connection) -> None:
+    for table in (_STAGED, _PAIRS):
+        table.drop(connection, checkfirst=True)
+
+
+def _swap_in(connection, study_id: int, now: datetime) -> int:
+    """The staged votes stored, in the caller's (write) transaction, as ``cast_vote`` with source
+    ``import`` would have stored them one by one: a voter without a place takes one whatever the
+    capacity (places held past the timeout on that item go back first), every voter's place ends
+    done, and the events keep the file's order.  Set-based: a handful of statements whatever the size."""
+    settings = connection.execute(select(Study.settings).where(Study.id == study_id)).scalar()
+    if settings is None:
+        raise StudyError("the study was deleted during the import")
+    limit = cutoff(SimpleNamespace(settings=settings), now)
+    people = Annotator.__table__
+    connection.execute(
+        insert(people).from_select(
+            ["name", "role", "password_hash", "created_at"],
+            select(_STAGED.c.annotator, literal("annotator"), null(), literal(now, DateTime))
+            .where(~exists().where(people.c.name == _STAGED.c.annotator))
+            .distinct(),
+        )
+    )
+    connection.execute(
+        insert(_PAIRS).from_select(
+            ["item_id", "annotator_id", "needs"],
+            select(_STAGED.c.item_id, people.c.id, literal(False)).join(people, people.c.name == _STAGED.c.annotator).distinct(),
+        )
+    )
+    # The events first: on PostgreSQL they lock nothing annotators wait for (the foreign key checks
+    # share the items' rows), while the items locked below stay locked only for the places part.
+    events = VoteEvent.__table__
+    connection.execute(
+        insert(events).from_select(
+            ["item_id", "annotator_id", "question", "value", "comment", "seconds", "source", "created_at"],
+            select(_STAGED.c.item_id, people.c.id, _STAGED.c.question, _STAGED.c.value, _STAGED.c.comment, _STAGED.c.seconds,
+                   literal("import"), literal(now, DateTime))
+            .join(people, people.c.name == _STAGED.c.annotator)
+            .order_by(_STAGED.c.seq),
+        )
+    )  # fmt: skip
+    touched = select(_PAIRS.c.item_id)
+    if connection.dialect.name != "sqlite":  # lock the items first, in id order, as a claim does (SQLite: BEGIN IMMEDIATE)
+        connection.execute(select(Item.id).where(Item.id.in_(touched)).order_by(Item.id).with_for_update()).all()
+    places = Assignment.__table__
+    holds = or_(places.c.status == DONE, and_(places.c.status == ACTIVE, places.c.assigned_at >= limit))
+    connection.execute(
+        update(_PAIRS)
+        .where(~exists().where(places.c.item_id == _PAIRS.c.item_id, places.c.annotator_id == _PAIRS.c.annotator_id, holds))
+        .values(needs=True)
+    )
+    needing = select(_PAIRS.c.item_id).where(_PAIRS.c.needs)
+    expired = and_(places.c.status == ACTIVE, places.c.assigned_at < limit)
+    items = Item.__table__
+    released = select(func.count()).select_from(places).where(places.c.item_id == items.c.id, expired).scalar_subquery()
+    taken = select(func.count()).select_from(_PAIRS).where(_PAIRS.c.item_id == items.c.id, _PAIRS.c.needs).scalar_subquery()
+    connection.execute(update(items).where(items.c.id.in_(needing)).values(holders=items.c.holders - released + taken))
+    connection.execute(update(places).where(places.c.item_id.in_(needing), expired).values(status=RECLAIMED))
+    new = select(literal(study_id), _PAIRS.c.item_id, _PAIRS.c.annotator_id, literal(DONE), literal(now, DateTime),
+                 literal(now, DateTime)).where(_PAIRS.c.needs)  # fmt: skip
+    upsert = _dialect_insert(connection)(places).from_select(
+        ["study_id", "item_id", "annotator_id", "status", "assigned_at", "completed_at"], new
+    )
+    connection.execute(
+        upsert.on_conflict_do_update(
+            index_elements=["item_id", "annotator_id"],
+            set_={"status": DONE, "assigned_at": upsert.excluded.assigned_at, "completed_at": upsert.excluded.completed_at},
+        )
+    )
+    connection.execute(
+        update(places)
+        .where(exists().where(_PAIRS.c.item_id == places.c.item_id, _PAIRS.c.annotator_id == places.c.annotator_id,
+                              _PAIRS.c.needs == false()))
+        .values(status=DONE, completed_at=func.coalesce(places.c.completed_at, literal(now, DateTime)))
+    )  # fmt: skip
+    return connection.execute(select(func.count()).select_from(_STAGED)).scalar()
+
+
+def _dialect_insert(connection):
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (sqlite if connection.dialect.name == "sqlite" else postgresql).insert
 
 
 def import_votes(session: Session, study: Study, path, text: str) -> int:
-    """Tidy CSV (item, annotator, question, value[, comment, condition, seconds]) into the study.
+    """Tidy CSV (item, annotator, question, value[, comment, condition, seconds]) into the study, in the
+    caller's write transaction (small files, tests; ``import_votes_file`` keeps the write lock short).
 
-    Imported votes are past judgements: stored whatever the overlap, counted as done (``cast_vote``
-    with source ``import``).  One transaction: the first bad row raises a ReaderError naming its
-    line, and the caller rolls everything back.
+    Imported votes are past judgements: stored whatever the overlap, counted as done.  The first bad
+    row raises a ReaderError naming its line before anything is written.
     """
-    rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
-    refer = _ImportRows(session, study, path)
-    count = 0
-    for line, row in rows:
-        item, annotator = refer.item(line, row), refer.annotator(line, row)
-        seconds = row.get("seconds")
+    votes = check_vote_rows(session, study.id, path, text)
+    session.flush()
+    connection = session.connection()
+    _make_staging(connection)
+    for start, batch in _batches(votes):
+        _stage(connection, batch, start)
+    count = _swap_in(connection, study.id, utcnow())
+    _drop_staging(connection)
+    return count
+
+
+def import_votes_file(engine, study_id: int, path, text: str, *, progress=None) -> int:
+    """``import_votes`` for a large file, without holding up annotators: checked in a read session,
+    staged in a temporary table of a connection of its own (no lock anyone waits for), swapped in
+    by one short write transaction (see the comment above ``IMPORT_BATCH``).  All or nothing.
+
+    ``progress(step)`` is called with ``"staged"`` (every row checked and staged) and ``"swapping"`` (inside the last
+    transaction, before its COMMIT): tests kill the process there."""
+    from annotate.db import read_session
+
+    report = progress or (lambda _step: None)
+    with read_session(engine) as session:
+        votes = check_vote_rows(session, study_id, path, text)
+    connection = engine.connect()
+    try:
+        with connection.begin():
+            _make_staging(connection)
+        for start, batch in _batches(votes):  # each batch checked, then staged; a bad row ends it all
+            with connection.begin():  # the temporary table only: no lock others wait for
+                _stage(connection, batch, start)
+        report("staged")
+        connection.execution_options(sqlite_immediate=True)  # SQLite: BEGIN IMMEDIATE (see annotate.db)
         try:
-            cast_vote(
-                session, annotator, item.id, unneutralise(row["question"] or ""), unneutralise(row["value"] or ""),
-                comment=unneutralise(row.get("comment") or ""), seconds=float(seconds) if seconds else None, source="import",
-            )  # fmt: skip
-        except (StudyError, ValueError) as err:
-            raise ReaderError(path, f"line {line}", str(err)) from None
-        count += 1
+            with connection.begin():
+                count = _swap_in(connection, study_id, utcnow())
+                report("swapping")
+        finally:
+            connection.execution_options(sqlite_immediate=False)
+        with connection.begin():
+            _drop_staging(connection)
+    except BaseException:
+        connection.invalidate()  # the temporary tables go with the connection
+        raise
+    finally:
+        connection.close()
     return count

@@ -6,11 +6,18 @@ import csv
 import io
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 # Files larger than this are refused before they are read (DST_JUDGE_MAX_FILE_MB overrides).
 DEFAULT_MAX_FILE_MB = 200
+# A JSON document with more values than this is refused before it is parsed (DST_JUDGE_MAX_JSON_VALUES
+# overrides).  Parsing costs 40-70 bytes per value on the fixtures (one object or list alone, 56-64),
+# so the cap bounds a parse to some 350 MB whatever the file holds: a 195 MB ``[{},{},...]`` (65
+# million empty objects, 4.5 GB once parsed) is refused after the check.  The largest real inputs
+# (a TRADE prediction file of a whole MultiWOZ test set) hold about a million.
+DEFAULT_MAX_JSON_VALUES = 5_000_000
 
 
 class ReaderError(ValueError):
@@ -53,10 +60,51 @@ def read_text(path: str | os.PathLike, data: bytes | None = None) -> str:
     return text
 
 
+def max_json_values() -> int:
+    return int(os.environ.get("DST_JUDGE_MAX_JSON_VALUES", DEFAULT_MAX_JSON_VALUES))
+
+
+_STRUCTURE = "{[,:"  # every value but the first is preceded by one of these
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def json_values(text: str, cap: int) -> int:
+    """Over ``cap`` exactly when the JSON text holds more than ``cap`` values (objects, arrays, keys,
+    strings, numbers, literals), counted without parsing and without copying the text: its ``{ [ , :``
+    outside strings, plus one.  At most ``cap``, the count may include those inside strings.
+
+    >>> json_values('{"a": [1, 2], "b": {}}', 100)
+    8
+    >>> json_values('["a,b,c,d", {}]', 4)  # the commas inside the string do not count
+    4
+    >>> json_values("[{},{},{}]", 5) > 5
+    True
+    """
+    quick = sum(text.count(c) for c in _STRUCTURE) + 1  # with those inside strings: never fewer
+    if quick <= cap:
+        return quick
+    inside = strings = 0
+    for string in _STRING.finditer(text):  # only when the quick count is over: take away what strings hold
+        strings += 1
+        if strings > cap:  # every string is a value
+            return strings
+        start, end = string.span()
+        if end - start > 2:
+            inside += sum(text.count(c, start, end) for c in _STRUCTURE)
+    return quick - inside
+
+
 def parse_json(path: str | os.PathLike, text: str):
-    """json.loads with the file, line and column in the message."""
+    """json.loads with the file, line and column in the message; a document with more than
+    ``max_json_values()`` values is refused before it is parsed (memory stays bounded)."""
     if not text.strip():
         raise ReaderError(path, "", "the file is empty")
+    cap = max_json_values()
+    if json_values(text, cap) > cap:
+        raise ReaderError(
+            path, "", f"more than {cap:,} JSON values (objects, lists, keys, strings, numbers): over the limit "
+            "(DST_JUDGE_MAX_JSON_VALUES)",
+        )  # fmt: skip
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

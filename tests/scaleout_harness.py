@@ -27,6 +27,14 @@ from tests.browser_harness import StreamlitServer, free_port, wait_for_health
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
+# The app pages' Content-Security-Policy, as README ("Deploying for many annotators") gives it.  Streamlit
+# needs inline styles, its own inline bootstrap script (and our two fixed scripts: the cookie, the scroll
+# reset), blob:/data: images, fonts and media, and its WebSocket ('self' covers ws:/wss: to the same host).
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data: blob:; font-src 'self' data:; media-src 'self' data: blob:; connect-src 'self'; "
+       "worker-src 'self' blob:; frame-src 'self' blob: data:; object-src 'none'; base-uri 'self'; "
+       "form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+
 NGINX_CONF = """
 worker_processes 1;
 error_log {work}/nginx-error.log warn;
@@ -54,10 +62,17 @@ http {{
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_set_header Host $host;
+            proxy_set_header X-Real-IP $remote_addr;
+            proxy_set_header X-Forwarded-For $remote_addr;
+            proxy_set_header X-Forwarded-Proto $scheme;
             proxy_read_timeout 3600s;
             proxy_next_upstream error timeout http_502 http_503;
             proxy_connect_timeout 2s;
             add_header Set-Cookie "dst_judge_route=$served_by; Path=/; HttpOnly; SameSite=Strict" always;
+            add_header X-Frame-Options DENY always;
+            add_header Content-Security-Policy "{csp}" always;
+            add_header X-Content-Type-Options nosniff always;
+            add_header Referrer-Policy same-origin always;
             add_header X-Served-By $served_by always;
         }}
     }}
@@ -84,7 +99,7 @@ class Cluster:
         self.port = free_port()
         conf = work / "nginx.conf"
         conf.write_text(
-            NGINX_CONF.format(work=work, port=self.port, port_a=self.servers["a"].port, port_b=self.servers["b"].port)
+            NGINX_CONF.format(work=work, port=self.port, port_a=self.servers["a"].port, port_b=self.servers["b"].port, csp=CSP)
         )
         check = subprocess.run([NGINX, "-t", "-c", str(conf), "-p", str(work)], capture_output=True, text=True)
         if check.returncode != 0:

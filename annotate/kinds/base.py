@@ -57,6 +57,16 @@ class ItemContext:
     finish: Callable[[], None]  # go on without storing anything (nothing changed)
     audio: Callable[[], tuple[str, str, bytes] | None] = lambda: None  # the item's recording, when it has one
 
+    def key(self, name: str) -> str:
+        """A widget key of this item's answer buttons: with the item id in it, a press that reaches the
+        server after the tab moved on to another item matches no button there (``annotate.screen``)."""
+        key = f"{name}-{self.item.id}"
+        self.state.setdefault(ANSWER_KEYS, {})[key] = self.item.id  # so a press is seen before the database is
+        return key
+
+
+ANSWER_KEYS = "answer-button-keys"  # widget key -> item id, of the answer buttons drawn in this session
+
 
 @dataclass(frozen=True)
 class Kind:

@@ -124,7 +124,7 @@ def render(st, ctx: ItemContext) -> None:
     )  # fmt: skip
     for column, (label, key, question, value) in zip(columns, buttons):
         chosen = answers.get(question) == value
-        if column.button(label, shortcut=key, key=f"coco-{key}", type="primary" if chosen else "secondary"):
+        if column.button(label, shortcut=key, key=ctx.key(f"coco-{key}"), type="primary" if chosen else "secondary"):
             other = "correct" if question == "human_like" else "human_like"
             ctx.vote({question: value}, other in answers)
     with columns[4]:

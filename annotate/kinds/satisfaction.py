@@ -210,10 +210,10 @@ def render(st, ctx: ItemContext) -> None:
     with comment.popover("Comment (optional)", use_container_width=True):
         ctx.comment_box()
     left, middle, right, note = st.columns([2, 2, 1, 4], vertical_alignment="center")
-    if left.button("Satisfied (1)", shortcut="1", key="sat-1", type="primary" if current == "1" else "secondary",
+    if left.button("Satisfied (1)", shortcut="1", key=ctx.key("sat-1"), type="primary" if current == "1" else "secondary",
                    use_container_width=True):  # fmt: skip
         ctx.vote({"satisfied": "1"}, True)
-    if middle.button("Not satisfied (0)", shortcut="0", key="sat-0", type="primary" if current == "0" else "secondary",
+    if middle.button("Not satisfied (0)", shortcut="0", key=ctx.key("sat-0"), type="primary" if current == "0" else "secondary",
                      use_container_width=True):  # fmt: skip
         ctx.vote({"satisfied": "0"}, True)
     with right:

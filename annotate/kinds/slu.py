@@ -169,7 +169,7 @@ def render(st, ctx: ItemContext) -> None:
             if keys[name] not in ctx.state:
                 ctx.state[keys[name]] = answers.get(name, "1" if auto else None)
         save, skip, comment = st.columns([5, 2, 4])
-        if save.button("Save and next", shortcut="Ctrl+Enter", key="slu-save", type="primary"):
+        if save.button("Save and next", shortcut="Ctrl+Enter", key=ctx.key("slu-save"), type="primary"):
             choices = {name: ctx.state.get(key) for name, key in keys.items()}
             missing = [name for name, value in choices.items() if value is None]
             if missing:

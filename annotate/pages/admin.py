@@ -10,6 +10,7 @@ from annotate.allocation import QUESTIONS, allocation_line
 from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
 from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top
+from annotate.pages.tables import show_table
 
 
 def _study_picker(label: str = "Study", key: str = "admin-study"):
@@ -38,9 +39,9 @@ def studies_page() -> None:
         scroll_to_top(f"created {st.session_state.get('create-generation', 0)}")  # the message and the table are up here
     summaries = service.list_studies(engine)
     if summaries:
-        st.dataframe(
+        show_table(
             [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived} for s in summaries],
-            hide_index=True,
+            "studies",
         )
     create_tab, change_tab = st.tabs(["Create a study", "Change a study"])
     with create_tab:
@@ -122,7 +123,7 @@ def _change_study(engine, user, study) -> None:
     with log_tab:
         log = service.study_changes(engine, user, study.id)
         if log:
-            st.dataframe(log, hide_index=True)
+            show_table(log, f"study-{study.id}-changes")
         else:
             st.text("No change since the study was created.")
 
@@ -171,13 +172,20 @@ def _design_settings(engine, user, study) -> None:
 
 
 def _crowd_settings(engine, user, study) -> None:
-    """Open the study to crowd workers: quota, completion code, redirect URL, and the join links."""
+    """Open the study to crowd workers: quota, places, completion code, redirect URL, the join links,
+    and how fast workers join."""
     current = service.crowd_settings(engine, user, study.id)
+    joins = service.crowd_joins(engine, user, study.id)
     with st.form(f"crowd-{study.id}"):
         enabled = st.checkbox("Open to crowd workers by a join link", value=current["enabled"])
-        left, middle = st.columns(2)
+        left, middle, right = st.columns(3)
         quota = left.number_input("Items per worker (0: no limit)", min_value=0, value=int(current["quota"] or 0))
-        code = middle.text_input("Completion code (shown at the end)", value=current["completion_code"])
+        places = middle.number_input(
+            "Places for workers (0: the study's need)", min_value=0, value=int(current["places"] or 0),
+            help="The most workers the link makes; those who joined can always come back. The study's need is "
+                 "its judgements divided by the items per worker (rounded up), or its judgements without a limit.",
+        )  # fmt: skip
+        code = right.text_input("Completion code (shown at the end)", value=current["completion_code"])
         redirect = st.text_input(
             "Redirect URL at the end (optional)", value=current["redirect_url"],
             help="Prolific: https://app.prolific.com/submissions/complete?cc=YOURCODE",
@@ -185,9 +193,11 @@ def _crowd_settings(engine, user, study) -> None:
         new_secret = st.checkbox("Make a new secret (links given out so far stop working for new workers)")
         if st.form_submit_button("Save crowd settings"):
             saved = guard(lambda: service.set_crowd(engine, user, study.id, enabled=enabled, quota=int(quota) or None,
-                                                    completion_code=code, redirect_url=redirect, new_secret=new_secret),
+                                                    completion_code=code, redirect_url=redirect, new_secret=new_secret,
+                                                    places=int(places) or None),
                           "Crowd settings saved.")  # fmt: skip
-            current = saved if isinstance(saved, dict) else current
+            if isinstance(saved, dict):
+                current, joins = saved, service.crowd_joins(engine, user, study.id)
     if current["enabled"]:
         base = public_base_url()
         st.caption("Join link for Prolific (the study URL; Prolific fills in the ids). Anyone with it can join.")
@@ -196,6 +206,19 @@ def _crowd_settings(engine, user, study) -> None:
         st.code(service.crowd_link(engine, user, study.id, base, "generic"), language=None)
     else:
         st.text("The study is not open to crowd workers.")
+    _crowd_joins(joins)
+
+
+def _crowd_joins(joins: dict) -> None:
+    """Places taken and joins per minute (a link shared where it should not be shows here first)."""
+    taken, last, rate = st.columns(3)
+    taken.metric("Workers joined", f"{joins['joined']} of {joins['places']}",
+                 help="places: the study's need" if joins["places_default"] else "places: set above")  # fmt: skip
+    last.metric("Joins in the last minute", joins["last_minute"])
+    rate.metric("Joins per minute (last 10 minutes)", f"{joins['per_minute']:.1f}",
+                help=f"{joins['last_10_minutes']} in the last 10 minutes, {joins['last_hour']} in the last hour")  # fmt: skip
+    st.caption("Joins per minute, the last 10 minutes (oldest first): "
+               + " ".join(str(n) for n in joins["per_minute_series"]))  # fmt: skip
 
 
 def _archive_or_delete(engine, user, study) -> None:
@@ -232,7 +255,7 @@ def annotators_page() -> None:
     user = require_admin_page()
     engine = app_engine()
     st.title("Annotators")
-    st.dataframe(service.list_annotators(engine, user), hide_index=True)
+    show_table(service.list_annotators(engine, user), "annotators")
     left, right = st.columns(2)
     with left.form("add-annotator", clear_on_submit=True):
         st.subheader("Add")
@@ -271,8 +294,8 @@ def progress_page() -> None:
     if report["annotators"]:
         timing, attention = report["time_per_item"], report["attention"]
         checks = lambda n: {f"gold {k}": v for k, v in attention.get(n, {}).items()}  # noqa: E731
-        st.dataframe([{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
-                     hide_index=True)  # fmt: skip
+        show_table([{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
+                   "progress per annotator")  # fmt: skip
     else:
         st.text("Nobody has voted yet.")
     if report["workers"]:
@@ -280,13 +303,13 @@ def progress_page() -> None:
         st.subheader(f"Crowd workers ({len(report['workers'])}, {flagged} flagged)")
         st.caption("'flagged': at least one attention check (a gold item) answered wrongly; 'finished': shown the "
                    "completion code.  Their votes are exported with annotator_kind 'crowd' and the platform's id.")  # fmt: skip
-        st.dataframe(report["workers"], hide_index=True)
+        show_table(report["workers"], "progress crowd workers")
     if report["held"]:
         st.caption("Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
                    "or after the study's timeout).")  # fmt: skip
-        st.dataframe([{"annotator": n, "places held": c} for n, c in report["held"].items()], hide_index=True)
+        show_table([{"annotator": n, "places held": c} for n, c in report["held"].items()], "progress places held")
     st.subheader("Per item")
-    st.dataframe(report["per_item"], hide_index=True)
+    show_table(report["per_item"], "progress per item")
     st.subheader("Download the votes")
     left, right = st.columns(2)
     votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)

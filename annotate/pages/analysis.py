@@ -2,7 +2,7 @@
 
 Numbers come from ``annotate.study_data`` (the task kind's analysis, built from the same functions
 as the ``python -m metrics`` commands); this page only lays them out.  Tables go through ``st.dataframe``, which shows
-cell text as text.
+cell text as text (``annotate.pages.tables``: without Streamlit's own export, with a spreadsheet-safe CSV download).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import streamlit as st
 
 from annotate import service
 from annotate.kinds import KINDS
+from annotate.pages import tables
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from annotate.study_data import judge_study, study_analysis, study_conditions
@@ -113,7 +114,7 @@ def show_table(table: present.Table, *, subheader: bool = True) -> None:
     if subheader:
         st.subheader(table.title)
     if table.rows:
-        st.dataframe(pd.DataFrame(table.rows, columns=list(table.columns)), hide_index=True)
+        tables.show_table(pd.DataFrame(table.rows, columns=list(table.columns)), table.title)
     for note in table.notes:
         st.text(note)
 
@@ -121,7 +122,7 @@ def show_table(table: present.Table, *, subheader: bool = True) -> None:
 def _agreement_section(agreement: dict) -> None:
     agreement_table = present.agreement_table(agreement)
     st.subheader(agreement_table.title)
-    st.dataframe(pd.DataFrame(agreement_table.rows, columns=list(agreement_table.columns)), hide_index=True)
+    tables.show_table(pd.DataFrame(agreement_table.rows, columns=list(agreement_table.columns)), agreement_table.title)
     with st.expander("Per annotator, pairwise Cohen's kappa, notes"):
         show_table(present.annotator_table(agreement), subheader=False)
         show_table(present.cohen_table(agreement), subheader=False)
@@ -136,7 +137,7 @@ def _majority_section(majority: dict, tie: str, study=None, user=None) -> None:
     split_only = st.checkbox("Only split items (no majority, or at most 2/3 agreeing)", key="analysis-split")
     if split_only:
         rows = [r for r in rows if _split(r)]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    tables.show_table(pd.DataFrame(rows), f"majority {question}")
     if study is not None and rows:
         _drill_down(study, user, question, rows)
 
@@ -155,7 +156,8 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
         chosen = st.selectbox("Item", list(labels), format_func=lambda k: k.replace("\u241f", "  ·  "), key="analysis-drill")
         row = labels[chosen]
         condition = row.get("condition") or ""
-        st.dataframe(guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or [], hide_index=True)
+        tables.show_table(guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or [],
+                          f"votes on {row['item']} {condition}")  # fmt: skip
         with st.form("adjudicate"):
             value = st.radio("Final label", ["1", "0"], horizontal=True, key="analysis-final")
             note = st.text_input("Note (optional)", key="analysis-final-note")

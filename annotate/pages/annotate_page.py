@@ -10,10 +10,10 @@ import time
 
 import streamlit as st
 
-from annotate import service
+from annotate import screen, service
 from annotate.kinds import KINDS, ItemContext
 from annotate.models import WORKER
-from annotate.pages import join
+from annotate.pages import join, outage
 from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
 from annotate.service import StudySummary
 
@@ -50,8 +50,7 @@ def _rerun_item() -> None:
 
 
 def _finish(study: StudySummary, item_id: int) -> None:
-    st.session_state.pop(f"review-{study.id}", None)
-    st.session_state.pop(f"shown-{item_id}", None)
+    screen.leave(st.session_state, study.id, item_id)
     _rerun_item()
 
 
@@ -59,8 +58,24 @@ def _seconds(item_id: int) -> float:
     return round(time.time() - st.session_state.get(f"shown-{item_id}", time.time()), 3)
 
 
+def _outcome_note(study: StudySummary) -> None:
+    """What became of this tab's last answer, when there is something to say (a refused answer)."""
+    outcome = st.session_state.pop(f"outcome-{study.id}", None)
+    settled = screen.settle(app_engine(), require_user(), st.session_state)  # an answer sent during an outage
+    if settled is not None:
+        (st.success if settled.stored else st.warning)(settled.message)
+    if outcome is not None:
+        st.warning(outcome.message, icon=":material/move_down:")
+        st.text(outcome.detail)  # names the item: plain text
+
+
 @st.fragment
 def item_panel(study: StudySummary, user_id: int) -> None:
+    outage.shielded(lambda: _item_panel(study))  # a vote re-runs only this fragment: shield it too
+
+
+def _item_panel(study: StudySummary) -> None:
+    screen.note_press(st.session_state)  # before the database: a press in a run that cannot reach it is told
     user = require_user()
     engine = app_engine()
     progress = service.my_progress(engine, user, study.id)
@@ -73,7 +88,7 @@ def item_panel(study: StudySummary, user_id: int) -> None:
             text=f"You have judged {progress['mine']} items · the study is {100 * progress['study_fraction']:.0f}% complete",
         )
     history = service.my_history(engine, user, study.id)
-    review_key = f"review-{study.id}"
+    review_key = screen.review_key(study.id)
     with st.expander("Go back to an earlier item"):
         if history:
             labels = service.history_labels(engine, user, study.id, history)
@@ -83,8 +98,11 @@ def item_panel(study: StudySummary, user_id: int) -> None:
                 st.session_state[review_key] = choice
         else:
             st.caption("You have not judged or skipped anything in this study yet.")
+    _outcome_note(study)
     review_id = st.session_state.get(review_key)
-    item = guard(lambda: service.item_for(engine, user, review_id)) if review_id else service.next_item(engine, user, study.id)
+    # The item on this tab's screen stays until this tab acts on it, so every answer lands on the item
+    # the annotator saw (annotate.screen).
+    item = guard(lambda: screen.shown(engine, user, study.id, st.session_state))
     if not item or item is True:
         if user.role == WORKER:
             join.finished(user)  # the completion code
@@ -96,7 +114,7 @@ def item_panel(study: StudySummary, user_id: int) -> None:
             st.info("You skipped this item earlier; judge it now, or go back to new items.")
         else:
             st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
-        if st.button("Back to new items", key="leave-review"):
+        if st.button("Back to new items", key=f"leave-review-{item.id}"):
             _finish(study, item.id)
     scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
     st.session_state.setdefault(f"shown-{item.id}", time.time())
@@ -113,19 +131,23 @@ def item_panel(study: StudySummary, user_id: int) -> None:
         audio=lambda: service.item_audio(engine, user, item.id),
     )  # fmt: skip
     KINDS[study.kind].render(st, context)
+    st.session_state.pop(screen.PRESSED, None)  # this run reached the database: nothing left unsent
 
 
 def _vote(study: StudySummary, item, answers: dict[str, str], *, done: bool) -> None:
+    """The answers given to ``item``, the item this run shows (the tab's screen), stored on it or refused."""
     engine, user = app_engine(), require_user()
     comment = st.session_state.get(f"comment-{item.id}", "")
-    saved = guard(lambda: service.submit(engine, user, item.id, answers, comment=comment, seconds=_seconds(item.id)))
-    if saved and done:
-        _finish(study, item.id)
-    elif saved:
-        _rerun_item()
+    outcome = guard(lambda: screen.vote(engine, user, study.id, st.session_state, item.id, answers, done=done,
+                                        comment=comment, seconds=_seconds(item.id)))  # fmt: skip
+    if not outcome:  # refused for another reason: shown by guard, the item stays
+        return
+    if not outcome.stored:  # reassigned meanwhile: say so above the next item
+        st.session_state[f"outcome-{study.id}"] = outcome
+    _rerun_item()
 
 
 def _skip_button(study: StudySummary, item) -> None:
-    if st.button("Skip", shortcut="s", key="skip", help="Pass on this item (s)"):
-        service.skip(app_engine(), require_user(), item.id)
-        _finish(study, item.id)
+    if st.button("Skip", shortcut="s", key=f"skip-{item.id}", help="Pass on this item (s)"):
+        guard(lambda: screen.skip(app_engine(), require_user(), study.id, st.session_state, item.id))
+        _rerun_item()

@@ -81,15 +81,12 @@ def require_admin_page() -> Annotator:
 
 
 def client_address() -> str:
-    """Where a login attempt comes from, for throttling: the WebSocket peer's address, or, when
-    ``DST_JUDGE_TRUST_PROXY=1`` (behind our nginx, which sets it), the ``X-Real-IP`` header.
+    """Where a login attempt comes from, for throttling: annotate.proxy decides from the WebSocket
+    peer's address and the headers (forwarding headers only from ``DST_JUDGE_TRUSTED_PROXIES``).
     Never trusted for anything but the throttle's bookkeeping."""
-    if os.environ.get("DST_JUDGE_TRUST_PROXY") == "1":
-        forwarded = st.context.headers.get("X-Real-IP")
-        if isinstance(forwarded, str) and forwarded.strip():
-            return forwarded.strip()[:100]
-    address = st.context.ip_address  # None on localhost
-    return address[:100] if isinstance(address, str) and address else "local"
+    from annotate import proxy
+
+    return proxy.client_address(st.context.ip_address, st.context.headers, proxy.trusted_proxies())
 
 
 def public_base_url() -> str:
@@ -105,8 +102,11 @@ def public_base_url() -> str:
     return f"{parts.scheme}://{parts.netloc}" + (f"/{base_path}" if base_path else "")
 
 
-def remember_login(token: str) -> None:
+def remember_login(token: str, device: str | None = None) -> None:
+    """Keep the session token (and the browser's new device cookie, annotate.sessions) for sync_cookie."""
     st.session_state["token"] = token
+    if device:
+        st.session_state["device_cookie"] = device
     st.session_state.pop("logged_out", None)
     st.session_state["cookie_action"] = "set"
 
@@ -128,19 +128,30 @@ def sync_cookie() -> None:
     """Carry out a pending cookie change in the browser.
 
     A script of ours writes ``document.cookie``; the token is a URL-safe random string,
-    so it needs no escaping.  The cookie is
-    SameSite=Strict and expires with the server-side session.
+    so it needs no escaping.  The cookie is SameSite=Strict, ``Secure`` when the page came over
+    HTTPS (annotate.proxy.is_https), and expires with the server-side session; after a login the
+    device cookie (annotate.sessions) is written too, and logout leaves it.
     """
+    from annotate import proxy
+    from annotate.sessions import DEVICE_COOKIE_NAME, DEVICE_DAYS, cookie_string
+
     action = st.session_state.pop("cookie_action", None)
     token = st.session_state.get("token")
+    if action not in ("set", "delete"):
+        return
+    secure = proxy.is_https(st.context.url, st.context.ip_address, st.context.headers, proxy.trusted_proxies())
     if action == "set" and token:
-        cookie = f"{COOKIE_NAME}={token}; path=/; max-age={int(SESSION_HOURS * 3600)}; samesite=strict"
+        cookies = [cookie_string(COOKIE_NAME, token, SESSION_HOURS * 3600, secure=secure)]
+        device = st.session_state.get("device_cookie")
+        if device:  # kept on logout: the browser stays known (annotate.sessions, login throttling)
+            cookies.append(cookie_string(DEVICE_COOKIE_NAME, device, DEVICE_DAYS * 86400, secure=secure))
     elif action == "delete":
-        cookie = f"{COOKIE_NAME}=; path=/; max-age=0; samesite=strict"
+        cookies = [cookie_string(COOKIE_NAME, "", 0, secure=secure)]
     else:
         return
-    # Our own fixed script; nothing from users goes into it (the token is URL-safe random).
-    st.html(f"<script>document.cookie = {json.dumps(cookie)};</script>", unsafe_allow_javascript=True)
+    # Our own fixed script; nothing from users goes into it (tokens are URL-safe random, "." and "~").
+    script = " ".join(f"document.cookie = {json.dumps(cookie)};" for cookie in cookies)
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 def scroll_to_top(token: str) -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from annotate import service
 from annotate.crowd import JoinRefused
-from annotate.pages.context import app_engine, remember_login, show_refusal
+from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 
 
 def join_from_link() -> None:
@@ -16,7 +16,7 @@ def join_from_link() -> None:
     if "join" not in st.query_params:
         return
     try:
-        token = service.join_crowd(app_engine(), st.query_params.to_dict())
+        token = service.join_crowd(app_engine(), st.query_params.to_dict(), client=client_address())
     except JoinRefused as err:
         st.title("DST Judge")
         show_refusal("This link cannot be used.", str(err))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from annotate import proxy
 from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
+from annotate.pages.tables import show_table
 from annotate.servers import loopback_only
-from annotate.sessions import LoginRefused, log_in
+from annotate.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie, log_in
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -16,8 +18,15 @@ def _demo_active() -> bool:
 
 
 def _show_demo_accounts() -> bool:
-    """Only while the demo admin keeps its demo password and nobody else can reach this server."""
-    return loopback_only(st.get_option("server.address")) and _demo_active()
+    """Only while the demo admin keeps its demo password, the server listens on loopback only, and this
+    request came from loopback without any proxy header while no proxy is configured (annotate.proxy):
+    behind nginx on the same host the peer is loopback too."""
+    try:
+        trusted = proxy.trusted_proxies()
+    except proxy.ProxyConfigError:  # a broken proxy setting: certainly not "direct"
+        return False
+    direct = proxy.may_show_demo_passwords(st.context.ip_address, st.context.headers, trusted)
+    return direct and loopback_only(st.get_option("server.address")) and _demo_active()
 
 
 def render() -> None:
@@ -28,12 +37,13 @@ def render() -> None:
         password = st.text_input("Password", type="password")
         submitted = st.form_submit_button("Log in", type="primary")
     if submitted:
+        known = st.session_state.get("device_cookie") or st.context.cookies.get(DEVICE_COOKIE_NAME)
         try:
-            _user, token = log_in(app_engine(), name, password, client=client_address())
-        except LoginRefused as err:
+            user, token = log_in(app_engine(), name, password, client=client_address(), device=known)
+        except (LoginRefused, proxy.ProxyConfigError) as err:
             show_refusal("Login refused.", str(err))
             return
-        remember_login(token)
+        remember_login(token, device_cookie(user, known))
         st.rerun()
     hint = setup_hint(app_engine())
     if hint:
@@ -41,4 +51,4 @@ def render() -> None:
         st.text(hint)
     if _show_demo_accounts():
         st.info("Demo accounts (change these passwords before a real study):")
-        st.dataframe([{"name": n, "password": p, "role": r} for n, p, r in DEMO_ACCOUNTS], hide_index=True)
+        show_table([{"name": n, "password": p, "role": r} for n, p, r in DEMO_ACCOUNTS], "demo accounts", download=False)

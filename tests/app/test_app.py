@@ -48,6 +48,13 @@ def events(url: str) -> list[tuple]:
         return session.execute(select(VoteEvent.question, VoteEvent.value, VoteEvent.comment).order_by(VoteEvent.id)).all()
 
 
+def item_button(app: AppTest, name: str):
+    """An answer button of the item on screen: its key carries the item id (``ItemContext.key``)."""
+    found = [b for b in app.button if b.key and b.key.rsplit("-", 1)[0] == name and b.key.rsplit("-", 1)[1].isdigit()]
+    assert len(found) == 1, [b.key for b in app.button]
+    return found[0]
+
+
 def texts(app: AppTest) -> str:
     """What the page shows as text: st.text elements and the satisfaction item's turn table."""
     return "\n".join([t.value for t in app.text] + [h.proto.body for h in app.html if "dstj-turns" in h.proto.body])
@@ -65,7 +72,7 @@ def test_wrong_password_is_refused_then_rate_limited(app_db):
     assert app.error[0].value == "Login refused." and "wrong name or password" in texts(app)
     for _ in range(MAX_FAILURES):
         with pytest.raises(ValueError):
-            log_in(get_engine(app_db), "ann2", "wrong-password", client="local")  # as from this browser
+            log_in(get_engine(app_db), "ann2", "wrong-password", client="127.0.0.1")  # as from this browser (AppTest: loopback)
     app = login("ann2", "demo-ann2-pw")  # the right password, but too many failures
     assert "too many failed logins" in texts(app)
 
@@ -76,12 +83,12 @@ def test_satisfaction_vote_is_stored_and_a_change_appends(app_db):
     labels = [b.label for b in app.button]
     assert "Satisfied (1)" in labels and "Studies" not in labels
     app.text_input(key=next(k for k in (w.key for w in app.text_input) if k.startswith("comment-"))).input("looks fine")
-    app.button(key="sat-1").click().run()
+    item_button(app, "sat-1").click().run()
     assert events(app_db) == [("satisfied", "1", "looks fine")]
     # Go back and change the vote: a new event, the old one kept.
     app.button(key="open-1").click().run()
     assert app.info[0].value.startswith("You are changing an earlier judgement")
-    app.button(key="sat-0").click().run()
+    item_button(app, "sat-0").click().run()
     assert [e[:2] for e in events(app_db)] == [("satisfied", "1"), ("satisfied", "0")]
 
 
@@ -101,7 +108,7 @@ def test_skip_moves_on(app_db):
     before = texts(app)
     with read_session(get_engine(app_db)) as session:
         skipped = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
-    app.button(key="skip").click().run()
+    item_button(app, "skip").click().run()
     with read_session(get_engine(app_db)) as session:
         offered = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
         status = session.scalar(select(Assignment.status).where(Assignment.item_id == skipped))
@@ -113,10 +120,10 @@ def test_coco_page_hides_the_condition(app_db):
     app = choose_study(login("ann2", "demo-ann2-pw"), "CoCo")
     shown = texts(app) + "".join(c.value for c in app.caption)
     assert "coco" not in shown.lower().replace("demo: coco turns", "") and "original" not in shown.lower()
-    app.button(key="coco-1").click().run()
+    item_button(app, "coco-1").click().run()
     assert events(app_db) == [("human_like", "1", "")]
     first_item = texts(app)
-    app.button(key="coco-4").click().run()  # second question: the judgement is complete, next item
+    item_button(app, "coco-4").click().run()  # second question: the judgement is complete, next item
     assert [e[:2] for e in events(app_db)] == [("human_like", "1"), ("correct", "0")]
     assert texts(app) != first_item
 
@@ -127,7 +134,7 @@ def test_slu_page_prefills_auto_labels_and_saves(app_db):
     for radio in radios:
         if radio.value is None:
             radio.set_value("0")
-    app.button(key="slu-save").click().run()
+    item_button(app, "slu-save").click().run()
     assert not app.exception
     saved = dict((q, v) for q, v, _ in events(app_db))
     assert saved["transcription_status"] == "transcribed" and "transcription" in saved
@@ -159,7 +166,8 @@ def test_admin_pages_and_download(app_db):
     probe = page_as("progress_page", token)
     assert not probe.exception and probe.title[0].value == "Progress"
     downloads = probe.get("download_button")
-    assert len(downloads) == 2
+    tables = [d for d in downloads if d.key.startswith("table-download-")]  # every table's safe CSV (annotate/pages/tables.py)
+    assert len(downloads) - len(tables) == 2 and len(tables) == len(probe.dataframe) >= 1
     # the export section: every format of the study's kind, built on request (fga-text comes zipped)
     box = probe.selectbox(key="export-format")
     names = [option.split(" — ")[0] for option in box.options]
@@ -169,7 +177,7 @@ def test_admin_pages_and_download(app_db):
     assert not probe.exception, probe.exception
     ready = probe.session_state["export-ready"]
     assert ready[1] == "fga-text" and ready[3] == "export.zip" and ready[2][:2] == b"PK"
-    assert len(probe.get("download_button")) == 3
+    assert len(probe.get("download_button")) == 3 + len(tables)
     annotators = page_as("annotators_page", token)
     assert set(annotators.dataframe[0].value["name"]) == {"admin", "ann1", "ann2", "ann3"}
 
@@ -313,7 +321,7 @@ def test_slu_transcription_starts_from_the_asr_not_the_gold(app_db):
 
 def test_going_back_shows_what_the_item_was_and_your_answer(app_db):
     app = login("ann1", "demo-ann1-pw")
-    app.button(key="sat-0").click().run()
+    item_button(app, "sat-0").click().run()
     study = next(s for s in service.list_studies(get_engine(app_db)) if s.kind == "satisfaction")
     back = app.selectbox(key=f"back-{study.id}")
     label = back.format_func(back.value)

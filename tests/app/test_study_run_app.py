@@ -9,7 +9,7 @@ from annotate import service
 from annotate.db import get_engine, read_session
 from annotate.models import Assignment, VoteEvent
 from annotate.sessions import log_in
-from tests.app.test_app import _vote_everything, analysis_as, login, start
+from tests.app.test_app import _vote_everything, analysis_as, item_button, login, start
 
 
 def held_by(engine, name: str) -> list[tuple[int, str]]:
@@ -178,7 +178,7 @@ def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
     study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
     with read_session(engine) as session:
         held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
-    app.button(key="skip").click().run()
+    item_button(app, "skip").click().run()
     with read_session(engine) as session:
         now_held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
     assert now_held != held  # the next item differs
@@ -186,7 +186,7 @@ def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
     assert back.value == held and "(skipped)" in back.format_func(back.value)
     app.button(key=f"open-{study.id}").click().run()
     assert "You skipped this item earlier" in app.info[0].value
-    app.button(key="sat-0").click().run()
+    item_button(app, "sat-0").click().run()
     with read_session(engine) as session:
         voted = session.execute(select(VoteEvent.item_id, VoteEvent.value)).all()
     assert voted == [(held, "0")]

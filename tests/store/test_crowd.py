@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
+from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy import func, select
 
 from annotate import crowd, service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import write_session
+from annotate.db import make_engine, read_session, write_session
+from annotate.models import Annotator, CrowdWorker, LoginSession
 from annotate.sessions import log_in, session_user
 from tests.store_helpers import make_study
 
@@ -163,3 +167,139 @@ def test_named_accounts_are_marked_as_accounts_in_exports(engine, fixtures):
 
 def all_keys(engine, boss, study_id):
     return sorted({row["key"] for row in service.study_progress(engine, boss, study_id)["per_item"]})
+
+
+# --- issue 23, item 9: a link makes no more workers than the study has places for -----------------
+
+T0 = datetime(2024, 5, 1, 12, 0, 0)
+
+
+def generic(study_id, secret, worker):
+    return {"join": str(study_id), "key": secret, "worker": worker}
+
+
+def crowd_count(engine):
+    with read_session(engine) as session:
+        return (session.scalar(select(func.count()).select_from(CrowdWorker)),
+                session.scalar(select(func.count()).select_from(Annotator).where(Annotator.role == "worker")),
+                session.scalar(select(func.count()).select_from(LoginSession).join(Annotator)
+                               .where(Annotator.role == "worker")))  # fmt: skip
+
+
+def test_the_301st_worker_is_refused_at_the_links_300_places_and_nothing_is_made(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=300)["secret"]
+    for i in range(300):  # each from its own address: the per-client limit is not what stops them
+        service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.1.{i // 200}.{i % 200}",
+                           now=T0 + timedelta(seconds=i))  # fmt: skip
+    assert crowd_count(engine) == (300, 300, 300)
+    with pytest.raises(crowd.JoinRefused, match="no places left") as refused:
+        service.join_crowd(engine, generic(study.id, secret, "w300"), client="10.9.9.9", now=T0 + timedelta(seconds=301))
+    assert secret not in str(refused.value)
+    assert crowd_count(engine) == (300, 300, 300)  # no account, no session
+    # a worker who joined comes back (a reload, another tab): still their place
+    again = session_user(engine, service.join_crowd(engine, generic(study.id, secret, "w7"), client="10.9.9.9",
+                                                    now=T0 + timedelta(seconds=302)))  # fmt: skip
+    assert again.name == f"generic:w7@{study.id}"
+    assert crowd_count(engine)[:2] == (300, 300)
+    assert service.crowd_joins(engine, boss, study.id, now=T0 + timedelta(seconds=302))["joined"] == 300
+
+
+def test_the_places_default_to_the_studys_need(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0, overlap=3)
+    boss = admin(engine)
+    items = service.my_progress(engine, boss, study.id)["items"]
+    settings = open_crowd(engine, boss, study.id, quota=2)  # no places given: the study's need
+    assert settings["places"] is None
+    need = -(-items * 3 // 2)  # ceil(items * overlap / quota)
+    assert service.crowd_joins(engine, boss, study.id)["places"] == need
+    open_crowd(engine, boss, study.id, quota=None)
+    assert service.crowd_joins(engine, boss, study.id)["places"] == items * 3  # no quota: a judgement each at least
+    for i in range(items * 3):
+        service.join_crowd(engine, generic(study.id, settings["secret"], f"w{i}"), client=f"10.2.0.{i}")
+    with pytest.raises(crowd.JoinRefused, match="no places left"):
+        service.join_crowd(engine, generic(study.id, settings["secret"], "one-more"), client="10.2.1.1")
+    with pytest.raises(ValueError, match="places"):
+        open_crowd(engine, boss, study.id, places=0)
+
+
+def test_concurrent_joins_never_pass_the_places(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=5)["secret"]
+    outcomes = []
+
+    def join(i):
+        try:
+            service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.3.0.{i}")
+            outcomes.append("joined")
+        except crowd.JoinRefused:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=join, args=(i,)) for i in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["joined"] * 5 + ["refused"] * 15
+    assert crowd_count(engine)[:2] == (5, 5)
+
+
+def test_new_workers_from_one_client_are_rate_limited_across_servers(engine, db_url, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=100)["secret"]
+    other_server = make_engine(db_url)  # a second app server: the count is in the database
+    try:
+        servers = [engine, other_server]
+        for i in range(crowd.JOINS_PER_CLIENT):
+            service.join_crowd(servers[i % 2], generic(study.id, secret, f"w{i}"), client="203.0.113.5",
+                               now=T0 + timedelta(seconds=i))  # fmt: skip
+        late = T0 + timedelta(seconds=30)
+        with pytest.raises(crowd.JoinRefused, match="Too many new workers") as refused:
+            service.join_crowd(other_server, generic(study.id, secret, "w-next"), client="203.0.113.5", now=late)
+        assert "try again" in str(refused.value)
+        assert crowd_count(engine)[:2] == (crowd.JOINS_PER_CLIENT, crowd.JOINS_PER_CLIENT)
+        # a worker who joined already comes back from that client; another client joins
+        service.join_crowd(engine, generic(study.id, secret, "w0"), client="203.0.113.5", now=late)
+        service.join_crowd(engine, generic(study.id, secret, "w-elsewhere"), client="198.51.100.7", now=late)
+        # once the window has passed, that client may bring a new worker again
+        service.join_crowd(engine, generic(study.id, secret, "w-next"), client="203.0.113.5",
+                           now=T0 + crowd.JOIN_WINDOW + timedelta(seconds=1))  # fmt: skip
+        assert crowd_count(engine)[:2] == (crowd.JOINS_PER_CLIENT + 2, crowd.JOINS_PER_CLIENT + 2)
+    finally:
+        other_server.dispose()
+
+
+@pytest.mark.parametrize(
+    "pid",
+    ["5f3a9c0d1e2b3c4d5e6f7a8", "5f3a9c0d1e2b3c4d5e6f7a8b0", "5f3a9c0d1e2b3c4d5e6f7a8g", "worker-17", "5f3a9c0d1e2b-c4d5e6f7a8b"],
+)
+def test_a_malformed_prolific_id_is_refused_plainly_and_makes_nobody(engine, fixtures, pid):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id)["secret"]
+    with pytest.raises(crowd.JoinRefused, match="24 hexadecimal"):
+        service.join_crowd(engine, prolific(study.id, secret, pid=pid), client="10.4.0.1")
+    assert crowd_count(engine)[:2] == (0, 0)
+    service.join_crowd(engine, generic(study.id, secret, "worker-17"), client="10.4.0.1")  # other platforms: as before
+    assert crowd_count(engine)[:2] == (1, 1)
+
+
+def test_the_admin_sees_joins_per_minute(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=50)["secret"]
+    now = T0 + timedelta(hours=2)
+    ages = [5, 20, 50, 90, 200, 400, 590, 1200, 3000, 4000]  # seconds before now; the last is over an hour ago
+    for i, age in enumerate(ages):
+        service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.5.0.{i}", now=now - timedelta(seconds=age))
+    stats = service.crowd_joins(engine, boss, study.id, now=now)
+    assert (stats["joined"], stats["places"], stats["last_minute"], stats["last_10_minutes"], stats["last_hour"]) == (
+        10, 50, 3, 7, 9)  # fmt: skip
+    assert stats["per_minute"] == pytest.approx(0.7)  # over the last 10 minutes
+    assert stats["per_minute_series"][-1] == 3 and sum(stats["per_minute_series"]) == 7  # the last 10 minutes, oldest first
+    assert len(stats["per_minute_series"]) == 10
+    with pytest.raises(PermissionDenied):
+        service.crowd_joins(engine, log_in_annotator(engine), study.id)

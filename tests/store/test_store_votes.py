@@ -11,7 +11,7 @@ from annotate.assignment import next_item, progress, reopen_item, skip_item
 from annotate.db import read_session, write_session
 from annotate.models import Assignment, Item, VoteEvent, utcnow
 from annotate.studies import StudyError, create_study
-from annotate.votes import CapacityError, cast_vote, import_votes, rows_to_csv, vote_rows
+from annotate.votes import CapacityError, Reassigned, cast_vote, import_votes, rows_to_csv, vote_rows
 from formats import ReaderError
 from tests.store_helpers import make_study
 
@@ -100,7 +100,9 @@ def test_abandoned_items_are_reclaimed(engine, fixtures):
             taken.append(item.key)
             cast_vote(session, b, item.id, "satisfied", "1", now=later)
     assert held.key in taken and len(taken) == 10
-    with pytest.raises(CapacityError, match="already has 1 annotators"), write_session(engine) as session:
+    # the first holder's place timed out and the item went to b: refused, saying so (issue 23, item 1)
+    with pytest.raises(Reassigned, match=r"went to another annotator \(your place on it timed out after 10 minutes\)"), \
+            write_session(engine) as session:  # fmt: skip
         cast_vote(session, a, held.id, "satisfied", "0", now=later)
 
 

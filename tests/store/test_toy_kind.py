@@ -12,6 +12,7 @@ from annotate.sessions import log_in
 from annotate.studies import create_study
 from exports import formats as export_formats
 from metrics.analysis import AnalysisSettings
+from tests.app.test_app import item_button
 from tests.store import toy_kind
 
 
@@ -78,5 +79,5 @@ def test_the_toy_kind_on_the_annotate_page(toy, app_db, tmp_path):
         create_study(session, "Toy fluency", "toy", [sentences], overlap=1)
     app = choose_study(login("ann1", "demo-ann1-pw"), "sentence fluency")
     assert "colourless green ideas sleep furiously" in [t.value for t in app.text]
-    app.button(key="toy-0").click().run()
+    item_button(app, "toy-0").click().run()
     assert not app.exception and app.success[0].value.startswith("No more items for you")

@@ -31,9 +31,9 @@ def build_items(paths, condition=None) -> list[ItemDraft]:
 def render(st, ctx: ItemContext) -> None:
     st.text(ctx.item.payload["sentence"])
     left, right = st.columns(2)
-    if left.button("Fluent (1)", shortcut="1", key="toy-1"):
+    if left.button("Fluent (1)", shortcut="1", key=ctx.key("toy-1")):
         ctx.vote({"fluent": "1"}, True)
-    if right.button("Not fluent (0)", shortcut="0", key="toy-0"):
+    if right.button("Not fluent (0)", shortcut="0", key=ctx.key("toy-0")):
         ctx.vote({"fluent": "0"}, True)
     ctx.skip_button()
 

@@ -1,0 +1,184 @@
+"""What one browser tab shows, and where its answers go (issue 23, item 1).
+
+Every vote carries the item its tab showed (the item id names the condition too), and is stored on
+that item or refused with a message — never redirected to another item:
+
+- A tab remembers the item on its screen (in that tab's own session state, ``state``) until its
+  annotator acts on it (answers it completely, skips it, leaves a review).  Every run of the page —
+  including the run a click or key press starts — shows that same item; only an action of the tab
+  moves it on.  So an answer is stored on the item the annotator was looking at.
+- When that item's place timed out and the item went to someone else meanwhile, the store refuses
+  the answer (``votes.Reassigned``): the tab is told "this item was reassigned" and shows its next item.
+- Two tabs of one annotator each keep their own screen: an answer in the second tab to the item the
+  first tab already judged is stored on that item (a change of answer, a new event), not on the item
+  the first tab moved on to.
+- The pages key every answer button by the item id (``ItemContext.key``): a press that reaches the
+  server after its tab moved on (a quick double press) matches no button on the new screen and stores
+  nothing.
+
+No Streamlit here: ``state`` is any mutable mapping (the page passes ``st.session_state``), so
+``tests/store/test_screen_properties.py`` drives tabs exactly as the page does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+
+from annotate import service
+from annotate.auth import PermissionDenied
+from annotate.db import unreachable
+from annotate.kinds.base import ANSWER_KEYS
+from annotate.models import Annotator, Item, utcnow
+from annotate.votes import Reassigned
+
+REASSIGNED = "This item was reassigned to another annotator; here is your next one."
+
+
+def screen_key(study_id: int) -> str:
+    return f"screen-{study_id}"
+
+
+def review_key(study_id: int) -> str:
+    return f"review-{study_id}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of an answer: stored or not, and what the annotator is told about it."""
+
+    stored: bool
+    message: str = ""
+    detail: str = ""
+
+
+def shown(engine: Engine, user: Annotator, study_id: int, state: MutableMapping) -> Item | None:
+    """The item this tab shows in this run: the item under review, else the item already on its
+    screen, else the annotator's next item (claimed), which becomes the screen.  None: nothing left."""
+    review = state.get(review_key(study_id))
+    if review is not None:
+        return service.item_for(engine, user, review)
+    remembered = state.get(screen_key(study_id))
+    if remembered is not None:
+        try:
+            return service.item_for(engine, user, remembered)
+        except PermissionDenied:  # no longer theirs to see (removed from the study): start afresh
+            state.pop(screen_key(study_id), None)
+    item = service.next_item(engine, user, study_id)
+    if item is not None:
+        state[screen_key(study_id)] = item.id
+    return item
+
+
+def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> None:
+    """The tab is done with its item (judged, skipped, review left): the next run shows the next one."""
+    state.pop(review_key(study_id), None)
+    state.pop(PRESSED, None)
+    if item_id is None or state.get(screen_key(study_id)) == item_id:
+        state.pop(screen_key(study_id), None)
+    if item_id is not None:
+        state.pop(f"shown-{item_id}", None)
+
+
+def vote(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    state: MutableMapping,
+    item_id: int,
+    answers: dict[str, str],
+    *,
+    done: bool,
+    comment: str = "",
+    seconds: float | None = None,
+) -> Outcome:
+    """Store the tab's answers on ``item_id`` (the item it showed), or refuse them.  ``done``: the
+    judgement is complete and the tab moves on.  Refusals other than a reassigned item
+    (``PermissionDenied``, ``ValueError``) propagate for the page to show."""
+    state.pop(PRESSED, None)
+    state[PENDING] = Pending(study_id, item_id, dict(answers), utcnow())
+    try:
+        service.submit(engine, user, item_id, answers, comment=comment, seconds=seconds)
+    except Reassigned as err:
+        state.pop(PENDING, None)
+        leave(state, study_id, item_id)
+        return Outcome(False, REASSIGNED, str(err))
+    except Exception as err:
+        if not unreachable(err):  # refused: nothing pending
+            state.pop(PENDING, None)
+        raise  # unreachable: the answer stays pending until the database can tell (settle)
+    state.pop(PENDING, None)
+    state[LAST_SAVED] = item_id
+    if done:
+        leave(state, study_id, item_id)
+    return Outcome(True)
+
+
+# --- when the database goes away -------------------------------------------------------------
+
+PENDING = "pending-answer"  # an answer sent when the database could not be reached
+LAST_SAVED = "last-saved"  # the item of the last answer the database acknowledged
+
+
+@dataclass(frozen=True)
+class Pending:
+    study_id: int
+    item_id: int
+    answers: dict[str, str]
+    sent_at: datetime
+
+
+PRESSED = "answer-pressed"  # an answer button was pressed in this run (the item id): not yet sent
+
+
+OUTAGE = "database-outage-seen"  # this tab was told the database could not be reached
+
+
+def note_outage(state: MutableMapping) -> None:
+    state[OUTAGE] = True
+
+
+def note_press(state: MutableMapping) -> None:
+    """Remember, before anything touches the database, that this run carries an answer button's press
+    (the buttons' keys are known from ``ItemContext.key``): if the database cannot be reached before the
+    answer is sent, the tab can say that answer was not saved."""
+    known = state.pop(ANSWER_KEYS, None) or {}  # the run draws its buttons again
+    pressed = [item_id for key, item_id in known.items() if state.get(key) is True]
+    if pressed:
+        state[PRESSED] = pressed[0]
+
+
+def last_answer(state: MutableMapping) -> str:
+    """What the tab can say about its last answer while the database cannot be reached:
+    ``"not saved"`` (pressed, never sent), ``"pending"`` (sent, not acknowledged: stored only if its
+    commit got through), ``"saved"`` (acknowledged before the outage) or ``""`` (no answer yet)."""
+    if state.get(PENDING) is not None:
+        return "pending"
+    if state.get(PRESSED) is not None:
+        return "not saved"
+    return "saved" if state.get(LAST_SAVED) is not None else ""
+
+
+def settle(engine: Engine, user: Annotator, state: MutableMapping) -> Outcome | None:
+    """Once the database answers again: was the pending answer stored?  An answer whose commit was cut
+    off may or may not have got through; the vote events say which.  None when nothing was pending."""
+    if not state.pop(OUTAGE, False):
+        return None
+    pending, pressed = state.pop(PENDING, None), state.pop(PRESSED, None)
+    if pending is None:
+        if pressed is not None:
+            return Outcome(False, "The database is back. Your last answer was not saved: please answer this item again.")
+        return None
+    stored = service.answers_since(engine, user, pending.item_id, pending.sent_at)
+    if all(stored.get(question) == value for question, value in pending.answers.items()):
+        state[LAST_SAVED] = pending.item_id
+        return Outcome(True, "The database is back. Your last answer was saved.")
+    return Outcome(False, "The database is back. Your last answer was not saved: please answer this item again.")
+
+
+def skip(engine: Engine, user: Annotator, study_id: int, state: MutableMapping, item_id: int) -> None:
+    service.skip(engine, user, item_id)
+    leave(state, study_id, item_id)
