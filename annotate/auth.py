@@ -23,6 +23,11 @@ class PermissionDenied(PermissionError):
     """The acting user may not do this."""
 
 
+class StudyClosed(PermissionDenied):
+    """The study was open to this person and has closed (archived, its budget spent, its crowd link
+    closed): pages say so and offer the next open study (issue 24)."""
+
+
 def require_admin(user: Annotator | None) -> Annotator:
     """Every admin action starts here, on the server."""
     if user is None or user.role != "admin":

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from annotate import crowd
 from annotate.assignment import lock_study
-from annotate.auth import AuthError, PermissionDenied, find_annotator
+from annotate.auth import AuthError, PermissionDenied, StudyClosed, find_annotator
 from annotate.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyChange, StudyMember, VoteEvent
 
 
@@ -39,9 +39,15 @@ def open_studies(session: Session, user: Annotator) -> set[int]:
 
 
 def require_access(session: Session, user: Annotator, study_id: int) -> None:
+    """Refuse a person who may not annotate the study now: ``StudyClosed`` when it was closed (archived,
+    its budget spent, or its crowd link closed, for a worker), else ``PermissionDenied``."""
     if user.role == "admin":
         return
     if study_id not in open_studies(session, user):
+        archived = session.scalar(select(Study.archived).where(Study.id == study_id))
+        row = crowd.worker_row(session, user) if user.role == WORKER else None
+        if archived or (row is not None and row.study_id == study_id):
+            raise StudyClosed("this study has closed")
         raise PermissionDenied("you are not on this study")
 
 

@@ -11,6 +11,7 @@ import time
 import streamlit as st
 
 from annotate import screen, service
+from annotate.auth import StudyClosed
 from annotate.kinds import KINDS, ItemContext
 from annotate.models import WORKER
 from annotate.pages import join, outage
@@ -24,7 +25,11 @@ def render() -> None:
     studies = [s for s in service.list_studies(engine, user) if s.items]  # only the studies this person is on
     st.title("Annotate")
     if not studies:
-        st.info("There is no study to work on yet.")
+        if user.role == WORKER:  # their study closed (budget spent, archived, link closed)
+            st.info("This study has closed.")
+            join.finished(user)  # the completion code, if they qualify
+        else:
+            st.info("There is no study open for you now.")
         return
     if user.role == WORKER:  # a crowd worker has the one study of their join link
         study = studies[0]
@@ -75,7 +80,8 @@ def item_panel(study: StudySummary, user_id: int) -> None:
 
 
 def _item_panel(study: StudySummary) -> None:
-    screen.note_press(st.session_state)  # before the database: a press in a run that cannot reach it is told
+    if st.session_state.pop("rerun-app", False):  # another study was chosen from inside the item area
+        st.rerun()
     user = require_user()
     engine = app_engine()
     progress = service.my_progress(engine, user, study.id)
@@ -102,7 +108,11 @@ def _item_panel(study: StudySummary) -> None:
     review_id = st.session_state.get(review_key)
     # The item on this tab's screen stays until this tab acts on it, so every answer lands on the item
     # the annotator saw (annotate.screen).
-    item = guard(lambda: screen.shown(engine, user, study.id, st.session_state))
+    try:
+        item = guard(lambda: screen.shown(engine, user, study.id, st.session_state), keep=StudyClosed)
+    except StudyClosed:
+        _closed(study, user)
+        return
     if not item or item is True:
         if user.role == WORKER:
             join.finished(user)  # the completion code
@@ -138,13 +148,46 @@ def _vote(study: StudySummary, item, answers: dict[str, str], *, done: bool) -> 
     """The answers given to ``item``, the item this run shows (the tab's screen), stored on it or refused."""
     engine, user = app_engine(), require_user()
     comment = st.session_state.get(f"comment-{item.id}", "")
-    outcome = guard(lambda: screen.vote(engine, user, study.id, st.session_state, item.id, answers, done=done,
-                                        comment=comment, seconds=_seconds(item.id)))  # fmt: skip
+    try:
+        outcome = guard(lambda: screen.vote(engine, user, study.id, st.session_state, item.id, answers, done=done,
+                                            comment=comment, seconds=_seconds(item.id)), keep=StudyClosed)  # fmt: skip
+    except StudyClosed:  # closed before the answer arrived: not stored; the rerun says the study has closed
+        st.session_state[CLOSED_REFUSED] = True
+        _rerun_item()
     if not outcome:  # refused for another reason: shown by guard, the item stays
         return
     if not outcome.stored:  # reassigned meanwhile: say so above the next item
         st.session_state[f"outcome-{study.id}"] = outcome
     _rerun_item()
+
+
+CLOSED_REFUSED = "answer-refused-study-closed"
+
+
+def _closed(study: StudySummary, user) -> None:
+    """The study closed under this annotator (archived, budget spent, crowd link closed): what became of
+    their last answer, and where to go on (a worker: the completion code; others: the next open study)."""
+    pressed = st.session_state.pop(screen.PRESSED, None) is not None  # an answer key in this run, not sent
+    screen.leave(st.session_state, study.id)
+    st.info(f"The study “{study.name}” has closed.", icon=":material/lock:")
+    if st.session_state.pop(CLOSED_REFUSED, False) or pressed:
+        st.warning("Your last answer was not stored: the study closed before it arrived.")
+    elif screen.last_answer(st.session_state) == "saved":
+        st.success("Your last answer was saved.")
+    if user.role == WORKER:
+        join.finished(user)
+        return
+    others = [s for s in service.list_studies(app_engine(), user) if s.items and s.id != study.id]
+    if not others:
+        st.text("No other study is open for you now. Thank you!")
+        return
+    st.button(f"Go on with {others[0].name}", type="primary", key=f"next-study-{study.id}",
+              on_click=_choose_study, args=(others[0],))  # fmt: skip
+
+
+def _choose_study(study: StudySummary) -> None:
+    st.session_state["study-choice"] = study
+    st.session_state["rerun-app"] = True
 
 
 def _skip_button(study: StudySummary, item) -> None:

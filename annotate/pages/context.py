@@ -160,11 +160,16 @@ def scroll_to_top(token: str) -> None:
     The main area (``stMain``: the element that scrolls in Streamlit's layout, not the window)
     keeps its scroll position across reruns.  A fixed script of ours resets it; the token (an
     item id, a created study) is part of the script, so it runs again only when the token
-    changes and not on every rerun.  Only our own ASCII tokens go in (``re`` keeps [\w -])."""
+    changes and not on every rerun.  Only our own ASCII tokens go in (``re`` keeps [\w -]).
+
+    A new item also takes the keyboard focus out of a select box (the *Study* box just used to
+    switch studies), so the answer keys vote instead of typing into the box (issue 24)."""
     safe = re.sub(r"[^\w -]", "", token)
     st.html(
         f"<script>/* {safe} */ for (const main of document.querySelectorAll('[data-testid=\"stMain\"]'))"
-        " { main.scrollTop = 0; }</script>",
+        " { main.scrollTop = 0; }"
+        " { const focused = document.activeElement;"  # a block: every script shares one global scope
+        " if (focused && focused.closest && focused.closest('[data-testid=\"stSelectbox\"]')) { focused.blur(); } }</script>",
         unsafe_allow_javascript=True,
     )
 
@@ -175,10 +180,13 @@ def show_refusal(headline: str, detail: str) -> None:
     st.text(detail)
 
 
-def guard(action, success: str | None = None):
-    """Run an action; show a refusal (ValueError / PermissionDenied) as text instead of a traceback."""
+def guard(action, success: str | None = None, keep: type[BaseException] | tuple = ()):
+    """Run an action; show a refusal (ValueError / PermissionDenied) as text instead of a traceback.
+    ``keep``: refusals the caller handles itself (raised on)."""
     try:
         result = action()
+    except keep:
+        raise
     except PermissionDenied as err:
         show_refusal("Not allowed.", str(err))
         return None

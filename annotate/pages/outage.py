@@ -24,6 +24,7 @@ RECOVERED = "database-recovered"
 
 
 def shielded(body: Callable[[], None]) -> None:
+    screen.note_press(st.session_state)  # before anything reaches the database: was an answer key pressed?
     try:
         body()
     except Exception as err:  # Streamlit's own control flow (rerun, stop) is not an outage: re-raised

@@ -121,6 +121,7 @@ def test_an_answer_cut_off_by_the_outage_is_settled_when_the_database_is_back(ow
     page.get_by_text("Your last answer was not saved").wait_for()
     own_pg.start()
     page.get_by_text("The database is back. Your last answer was not saved").wait_for(timeout=30_000)
+    wait_idle(page)
     no_error_box(page)
     screenshot(page, "74-database-back-answer-not-saved")
     # the same dialogue is still on the screen
