@@ -238,7 +238,8 @@ def study_list(engine, args) -> None:
 
     with read_session(engine) as session:
         for study in session.scalars(select(Study).order_by(Study.id)):
-            print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}")
+            state = "archived" if study.archived else "open"  # archived: hidden from annotators
+            print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}\t{state}")
 
 
 def study_reopen(engine, args) -> None:
@@ -328,7 +329,20 @@ def study_design(engine, args) -> None:
 
 
 def study_archive(engine, args) -> None:
-    _change(engine, args.name, "archived", args.action == "archive")
+    """Archive or unarchive: idempotent (archiving an archived study changes nothing), and says which."""
+    from annotate import assignment, membership
+
+    archive = args.action == "archive"
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, _study(session, args.name).id)
+        changed = bool(study.archived) != archive
+        membership.change(session, study, membership.CLI, "archived", archive)
+        if archive:  # the places people hold go back at once
+            assignment.release_study(session, study.id)
+    said = {(True, True): "archived (hidden from annotators)", (True, False): "already archived (nothing changed)",
+            (False, True): "unarchived (open to annotators again)",
+            (False, False): "already open (not archived; nothing changed)"}  # fmt: skip
+    print(f"{args.name}: {said[(archive, changed)]}")
 
 
 def study_changes(engine, args) -> None:

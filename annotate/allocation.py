@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
 from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
-from metrics import adaptive
+from metrics import adaptive, present
 
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
 SETTLED_WIDTH = 0.5  # a dialogue's mean rating is settled when its 95% interval is narrower than this
@@ -189,33 +189,69 @@ def close_when_reached(session: Session, study: Study, report: dict) -> bool:
     return True
 
 
-def status(session: Session, study: Study, data, *, resamples: int = 300) -> dict:
+def status(session: Session, study: Study, data=None, *, analysis: dict | None = None) -> dict:
     """The design, the judgements spent, the current interval of the main question and its width, the
-    judgements projected to reach ``target_width``; ``data`` is the study's ``StudyData``."""
-    from metrics.analysis import AnalysisSettings, design_summary
+    judgements projected to reach ``target_width``.
 
+    The interval is the one the Analysis page shows (issue 24: one computation): ``analysis`` is the
+    study's analysis with its stored settings (``annotate.study_data.stored_settings``; the app passes
+    its cached one); without it, it is computed here from ``data`` (the study's ``StudyData``) with
+    those settings, as the command line does."""
     design = design_of(study.settings)
     spent = judgements_done(session, study.id)
     result = {**design, "spent": spent, "closed": bool(study.archived), "width": None, "estimate": None, "ci": None,
               "projected": None, "reached": False}  # fmt: skip
-    if study.kind != "satisfaction" or not data.dialogues:
+    if study.kind != "satisfaction":
         return result
-    pi = {(i.key, i.condition): (i.pi or 1.0) for i in data.items}
-    settings = AnalysisSettings(lambdas=(float(design["lambda"]),), resamples=resamples, grid=(0.05, 2.0, 40))
-    summary = design_summary(data.dialogues, data.vote_table(), settings, pi, allocation=design)
-    if design["question"] == "lambda" and summary.get("lambda"):
-        found = summary["lambda"]
-        result.update(estimate=found["lambda_star"], ci=found["ci"], width=found["ci_width"])
-    elif summary.get("differences"):
-        label = f"fga_{float(design['lambda']):g}"
-        pair = next((d for d in summary["differences"] if {d["a"], d["b"]} == {label, "jga"}), None)
-        if pair is not None and pair["diff_ci"] is not None:
-            sign = 1 if pair["a"] == label else -1
-            low, high = sorted(sign * v for v in pair["diff_ci"])
-            result.update(estimate=sign * pair["diff"], ci=[low, high], width=high - low)
+    if analysis is None:
+        from annotate.study_data import stored_settings
+
+        analysis = data.analyser(stored_settings(study.settings))
+    found = main_question(design, analysis)
+    if found is not None:
+        estimate, (low, high) = found
+        result.update(estimate=estimate, ci=[low, high], width=high - low)
     result["projected"] = adaptive.projected_judgements(spent, result["width"], design["target_width"])
     result["reached"] = bool(design["target_width"] and result["width"] is not None and result["width"] <= design["target_width"])
     return result
+
+
+def main_question(design: dict, analysis: dict) -> tuple[float, tuple[float, float]] | None:
+    """The study's main question in its analysis, as the Analysis page shows it: (estimate, (low,
+    high)), None until there is a closed interval.  An adaptive study: the 1/π-weighted estimates of
+    the design table (r(FGA) - r(JGA) with its bootstrap interval, or λ*); a uniform one: the
+    difference between metrics (Zou's interval) or the λ calibration (bootstrap interval of λ*)."""
+    label = f"fga_{float(design['lambda']):g}"
+    weighted = analysis.get("design") or {}
+    if weighted.get("design") == "adaptive":
+        if design["question"] == "lambda":
+            found = weighted.get("lambda") or {}
+            return _closed(found.get("lambda_star"), found.get("ci"))
+        pairs = weighted.get("differences") or []
+    elif design["question"] == "lambda":
+        found = analysis.get("calibration") or {}
+        return _closed(found.get("best_lambda"), found.get("ci_lambda"))
+    else:
+        pairs = (analysis.get("correlation") or {}).get("williams") or []
+    pair = next((d for d in pairs if {d["a"], d["b"]} == {label, "jga"}), None)
+    if pair is None or pair.get("diff") is None or not pair.get("diff_ci"):
+        return None
+    sign = 1 if pair["a"] == label else -1  # said as r(FGA) - r(JGA), whichever order it was computed in
+    return _closed(sign * pair["diff"], sorted(sign * v for v in pair["diff_ci"]))
+
+
+def _closed(estimate, ci) -> tuple[float, tuple[float, float]] | None:
+    if estimate is None or not ci or any(v is None for v in ci):
+        return None
+    return float(estimate), (float(ci[0]), float(ci[1]))
+
+
+def judgements_total(design: dict, needed: int) -> int:
+    """What a study's progress is measured against: its places (the judged items times k, plus the
+    re-opened ones), or its budget when that is smaller, since the study closes once the budget is
+    spent (issue 24: the Progress page, the Analysis page and the annotator's progress line)."""
+    budget = design.get("budget")
+    return min(int(budget), int(needed)) if budget else int(needed)
 
 
 def allocation_line(status: dict) -> str:
@@ -226,15 +262,16 @@ def allocation_line(status: dict) -> str:
     >>> for part in line.split("; "): print(part)
     Design: adaptive, question r(FGA) - r(JGA)
     120 of 300 judgements spent
-    now 0.12 [0.02, 0.22], width 0.2
+    now 0.120 [0.020, 0.220], width 0.200
     target width 0.1: about 480 judgements in all
     """
     parts = [f"Design: {status['policy']}, question {QUESTIONS[status['question']]}"]
     budget = f" of {status['budget']}" if status.get("budget") else ""
     parts.append(f"{status['spent']}{budget} judgements spent")
     if status.get("width") is not None:
-        low, high = status["ci"]
-        parts.append(f"now {status['estimate']:.3g} [{low:.3g}, {high:.3g}], width {status['width']:.3g}")
+        # 3 decimals, as every r and interval in the app, the report and the command line (metrics.present)
+        parts.append(f"now {present.number(status['estimate'])} {present.interval(status['ci'])}, "
+                     f"width {present.number(status['width'])}")
     else:
         parts.append("no interval yet (votes on at least 3 dialogues needed)")
     if status.get("target_width"):

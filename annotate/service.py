@@ -16,7 +16,7 @@ from annotate.auth import PermissionDenied, add_annotator, require_admin, set_pa
 from annotate.db import read_session, write_session
 from annotate.models import WORKER, Annotator, Assignment, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
-from annotate.uploads import unpacked
+from annotate.uploads import safe_name, unpacked
 from metrics.analysis import AnalysisSettings
 
 
@@ -182,7 +182,8 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
         judged = session.scalar(
             select(func.count()).select_from(Assignment).where(Assignment.study_id == study_id, Assignment.status == "done")
         )
-        needed = total * study.overlap + (extra or 0)
+        # against the budget when the study has one (it closes once that is spent): issue 24
+        needed = allocation.judgements_total(allocation.design_of(study.settings), total * study.overlap + (extra or 0))
     return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
 
 
@@ -251,6 +252,20 @@ def crowd_link(engine: Engine, user: Annotator, study_id: int, base_url: str, pl
 # --- admins -------------------------------------------------------------------------------
 
 
+def _loose_system_name(kind: str, files: list[tuple[str, bytes]]) -> str | None:
+    """The system name of a satisfaction upload when the admin gave none (issue 24): an FGA text
+    file's system is its folder, and a loose upload has none (a zip's folders name theirs).  One loose
+    FGA text file: its name up to the first dot, as for a JSON file; several: refused, asking for it."""
+    if kind != "satisfaction":
+        return None
+    loose = [safe_name(name) for name, _ in files if name.lower().endswith(".txt")]
+    if len(loose) > 1:
+        shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+        raise StudyError(f"{shown}: loose FGA text files do not say which system made them: give the system name "
+                         "(or upload them as a .zip of a folder named after the system)")  # fmt: skip
+    return (loose[0].split(".")[0] or None) if loose else None
+
+
 def create_study_from_uploads(
     engine: Engine, user: Annotator, name: str, kind: str, files: list[tuple[str, bytes]], **options
 ) -> StudySummary:
@@ -263,6 +278,7 @@ def create_study_from_uploads(
         raise StudyError("upload at least one file")
     from annotate.studies import prepare_items
 
+    options["condition"] = options.get("condition") or _loose_system_name(kind, files)
     with unpacked(files) as paths:
         # read the files before the write transaction: votes do not wait on parsing (issue 23, item 7)
         drafts = prepare_items(kind, paths, options.get("condition"), options.get("sample"), options.get("seed", 0))
@@ -323,28 +339,45 @@ def allocation_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
         return allocation.design_of(session.get(Study, study_id).settings)
 
 
-def allocation_status(engine: Engine, user: Annotator, study_id: int) -> dict:
+def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progress=None) -> dict:
     """The design, judgements spent, the main question's current interval and width, the judgements
-    projected to reach the target; a study whose target width is reached is closed here (archived)."""
-    from annotate.study_data import load_study
+    projected to reach the target; a study whose target width is reached is closed here (archived).
+
+    The interval is the Analysis page's own: the same cached analysis (``study_data.study_analysis``),
+    with the study's stored settings and the system (condition) the page opens with; ``progress`` as
+    there (called only when it is computed)."""
+    from annotate.study_data import study_analysis, study_conditions
 
     require_admin(user)
-    data = load_study(engine, study_id)
     with read_session(engine) as session:
-        report = allocation.status(session, session.get(Study, study_id), data)
+        kind = session.get(Study, study_id).kind
+    analysis = None
+    if kind == "satisfaction":  # the only kind with a main question to estimate (annotate.allocation)
+        conditions = study_conditions(engine, user, study_id)
+        condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
+        analysis = study_analysis(engine, user, study_id, study_settings(engine, user, study_id), condition=condition,
+                                  progress=progress)  # fmt: skip
+    with read_session(engine) as session:
+        report = allocation.status(session, session.get(Study, study_id), analysis=analysis)
     if report["reached"]:
         with write_session(engine) as session:
             report["closed_now"] = allocation.close_when_reached(session, assignment.lock_study(session, study_id), report)
     return report
 
 
-def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool) -> None:
-    """Archive (hidden from annotators, their places given back) or unarchive a study; recorded."""
+def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool) -> dict:
+    """Archive (hidden from annotators, their places given back) or unarchive a study; recorded.
+
+    Idempotent, not a toggle: archiving an archived study leaves it archived (and records nothing).
+    Returns ``{"archived": the state now, "changed": whether this call changed it}``."""
     require_admin(user)
     with write_session(engine) as session:
-        membership.change(session, assignment.lock_study(session, study_id), user, "archived", archived)
+        study = assignment.lock_study(session, study_id)
+        changed = bool(study.archived) != bool(archived)
+        membership.change(session, study, user, "archived", bool(archived))
         if archived:  # the places people hold go back at once
             assignment.release_study(session, study_id)
+        return {"archived": bool(archived), "changed": changed}
 
 
 def set_members(engine: Engine, user: Annotator, study_id: int, names: list[str]) -> list[str]:
@@ -373,10 +406,13 @@ def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, dat
 
 
 def study_settings(engine: Engine, user: Annotator, study_id: int) -> AnalysisSettings:
-    """The analysis settings stored with the study (its λ grid, rating mode, ...), else the defaults."""
+    """The analysis settings stored with the study (its λ grid, rating mode, ...), else the defaults
+    (``study_data.stored_settings``: with the design's λ among the λs)."""
+    from annotate.study_data import stored_settings
+
     require_admin(user)
     with read_session(engine) as session:
-        return AnalysisSettings.from_dict((session.get(Study, study_id).settings or {}).get("analysis"))
+        return stored_settings(session.get(Study, study_id).settings)
 
 
 def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings) -> None:
@@ -411,8 +447,12 @@ def item_votes(engine: Engine, user: Annotator, study_id: int, key: str, conditi
     """Drill-down: every vote event on an item, with its annotator, time, time spent and comment."""
     require_admin(user)
     with read_session(engine) as session:
-        return [row for row in votes.vote_rows(session, study_id, history=True) if row["item"] == key
+        rows = [row for row in votes.vote_rows(session, study_id, history=True) if row["item"] == key
                 and (row["condition"] or "") == condition]  # fmt: skip
+    # "current": the annotator's latest answer to the question (what the analysis counts); the
+    # earlier events it superseded are kept and listed, marked False (issue 24).
+    latest = {(r["annotator_kind"], r["annotator"], r["question"]): i for i, r in enumerate(rows)}
+    return [{**r, "current": latest[(r["annotator_kind"], r["annotator"], r["question"])] == i} for i, r in enumerate(rows)]
 
 
 def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:

@@ -11,10 +11,12 @@ app reaches it only through functions that check the admin role (here and in ``a
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import OrderedDict
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, case, func, select, true
 
 from annotate.assignment import progress
 from annotate.auth import require_admin
@@ -77,6 +79,27 @@ def adjudications(session, study_id: int) -> dict[tuple[str, str, str], dict]:
             for key, condition, question, value, by, note in rows}  # fmt: skip
 
 
+def stored_settings(study_settings: dict | None) -> AnalysisSettings:
+    """The analysis settings stored with a study (``settings["analysis"]``), else the defaults: what
+    the Analysis page opens with, and what the app's exports, the report, the Progress page's design
+    line and ``python -m annotate study design`` use.  A study with an allocation design always has
+    the design's FGA λ among the λs analysed, so the row of its main question (r(FGA) - r(JGA)) is
+    there wherever the analysis is shown.
+
+    >>> stored_settings({"allocation": {"question": "fga_vs_jga", "lambda": 0.3}}).lambdas
+    (0.25, 0.3, 0.5, 0.75, 1.0)
+    """
+    from dataclasses import replace
+
+    chosen = AnalysisSettings.from_dict((study_settings or {}).get("analysis"))
+    design = (study_settings or {}).get("allocation") or {}
+    if design and design.get("question", "fga_vs_jga") == "fga_vs_jga":
+        lam = float(design.get("lambda", 0.5))
+        if lam not in chosen.lambdas:
+            chosen = replace(chosen, lambdas=tuple(sorted((*chosen.lambdas, lam))))
+    return chosen
+
+
 def study_votes(engine: Engine, user: Annotator, study_id: int) -> VoteTable:
     require_admin(user)
     with read_session(engine) as session:
@@ -116,26 +139,67 @@ def analyse(
     return load_study(engine, study_id).analyser(settings, condition, progress)
 
 
-# One study's analysis per (database, study, settings, condition, votes), shared by the Analysis
-# page, every export and the report in this process: the bootstrap and the λ calibration take
-# seconds, and votes are append-only, so the count and the newest id of a study's vote events
-# say whether anything changed.
+# One study's analysis per (database, study, settings, condition, inputs), shared by the Analysis
+# page, the Progress page's design line, every export and the report in this process: the bootstrap
+# and the λ calibration take seconds, so a look that changes nothing must cost nothing, and a look
+# after any change must see it (issue 24).  ``inputs_version`` reads what the analysis depends on.
 _CACHE: OrderedDict[tuple, dict] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 CACHE_ENTRIES = 32
+# Settings the analysis never reads: operational ones that change often (a votes download records
+# ``exported_through``; crowd links, their secret and quota; the places' timeout).
+NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
+
+
+def inputs_version(session, study_id: int) -> tuple:
+    """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
+    kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
+    (append-only: count and newest id), its items' capacity, draw and inclusion probabilities
+    (sums), their gold answers (only the items with gold, few: read whole) and its members.  Any
+    write that changes an input changes it, whichever path (app, CLI, a script) made the write."""
+    from annotate.models import Adjudication, StudyMember
+
+    def aggregate(*columns, join=None, where):
+        query = select(*columns)
+        if join is not None:
+            query = query.join(Item, Item.id == join)
+        return query.where(where).subquery()
+
+    votes = aggregate(func.count(VoteEvent.id).label("n"), func.max(VoteEvent.id).label("last"), join=VoteEvent.item_id,
+                      where=Item.study_id == study_id)  # fmt: skip
+    judged = aggregate(func.count(Adjudication.id).label("n"), func.max(Adjudication.id).label("last"),
+                       join=Adjudication.item_id, where=Item.study_id == study_id)  # fmt: skip
+    items = aggregate(func.count(Item.id).label("n"), func.sum(Item.extra_capacity).label("extra"),
+                      func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
+                      func.count(Item.pi).label("n_pi"), func.sum(Item.pi).label("pi"), func.max(Item.id).label("last"),
+                      where=Item.study_id == study_id)  # fmt: skip
+    members = aggregate(func.count(StudyMember.annotator_id).label("n"), func.sum(StudyMember.annotator_id).label("ids"),
+                        func.max(StudyMember.added_at).label("added"), where=StudyMember.study_id == study_id)  # fmt: skip
+    row = session.execute(
+        select(Study.created_at, Study.kind, Study.overlap, Study.settings, votes.c.n, votes.c.last, judged.c.n,
+               judged.c.last, items.c.n, items.c.extra, items.c.included, items.c.n_pi, items.c.pi, items.c.last,
+               members.c.n, members.c.ids, members.c.added)
+        .select_from(Study).join(votes, true()).join(judged, true()).join(items, true()).join(members, true())
+        .where(Study.id == study_id)
+    ).one_or_none()  # fmt: skip
+    if row is None:
+        raise ValueError(f"no study with id {study_id}")
+    created, kind, overlap, settings, *counts = row
+    analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
+    pi_sum = counts[8]
+    counts[8] = None if pi_sum is None else round(float(pi_sum), 9)  # a float sum: the same to 9 decimals
+    gold = session.execute(select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None))
+                           .order_by(Item.id)).all()  # fmt: skip
+    fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
+    return (created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), *counts)
 
 
 def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
-    """What a study's analysis depends on: its items never change; its votes only grow."""
+    """The cache's key: the database, the study, the analysis settings and condition, and the
+    study's :func:`inputs_version`."""
     with read_session(engine) as session:
-        created = session.scalar(select(Study.created_at).where(Study.id == study_id))
-        if created is None:
-            raise ValueError(f"no study with id {study_id}")
-        n_events, last_event = session.execute(
-            select(func.count(VoteEvent.id), func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
-            .where(Item.study_id == study_id)
-        ).one()  # fmt: skip
-    return (engine.url.render_as_string(hide_password=False), study_id, created, settings, condition, n_events, last_event)
+        version = inputs_version(session, study_id)
+    return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
 
 
 def study_analysis(

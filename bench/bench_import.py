@@ -33,17 +33,16 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from sqlalchemy import select
 
-from sqlalchemy import select  # noqa: E402
+from annotate.auth import add_annotator
+from annotate.db import make_engine, read_session, upgrade, write_session
+from annotate.models import Item
+from annotate.studies import create_study
+from annotate.votes import cast_vote
+from tests.store.test_import_batches import slu_votes_csv
 
-from annotate.auth import add_annotator  # noqa: E402
-from annotate.db import make_engine, read_session, upgrade, write_session  # noqa: E402
-from annotate.models import Item  # noqa: E402
-from annotate.studies import create_study  # noqa: E402
-from annotate.votes import cast_vote  # noqa: E402
-from tests.store.test_import_batches import slu_votes_csv  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent  # run as python -m bench.bench_import from the checkout
 
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 

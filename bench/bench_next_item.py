@@ -41,13 +41,13 @@ def main() -> None:
     from annotate.auth import add_annotator
     from annotate.db import get_engine, write_session
     from annotate.studies import create_study
-    from bench.corpus import build
+    from bench.corpus import build, dialogue_file
 
     corpus = work / "corpus.json"
     corpus.write_text(json.dumps(build(args.items)))
     engine = get_engine()
     with write_session(engine) as session:
-        study = create_study(session, "bench", "satisfaction", [corpus], overlap=3)
+        study = create_study(session, "bench", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
         add_annotator(session, "page", "bench-password")
         other = add_annotator(session, "direct", "bench-password")
 
@@ -58,7 +58,7 @@ def main() -> None:
     page_times = []
     for _ in range(args.judgements):
         start = time.perf_counter()
-        app.button(key="sat-1").click().run()
+        next(b for b in app.button if (b.key or "").startswith("sat-1-")).click().run()  # keys carry the item id
         page_times.append(time.perf_counter() - start)
         assert not app.exception, app.exception
     direct_times = []

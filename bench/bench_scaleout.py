@@ -49,6 +49,7 @@ def main() -> None:
     from annotate.db import make_engine, read_session, upgrade, write_session
     from annotate.models import Annotator, VoteEvent
     from annotate.studies import create_study
+    from bench.corpus import dialogue_file
     from bench.corpus import write as write_corpus
     from tests.databases import create_pg_database, drop_pg_database
     from tests.scaleout_harness import Cluster, Ledger, browser_annotator, store_annotator
@@ -61,7 +62,7 @@ def main() -> None:
     write_corpus(corpus, args.dialogues)
     browsers = [(f"web-{i}", "ab"[i % 2]) for i in range(args.browsers)]
     with write_session(engine) as session:
-        study_id = create_study(session, "load", "satisfaction", [corpus], overlap=3).id
+        study_id = create_study(session, "load", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3).id
         for name, _ in browsers:
             add_annotator(session, name, f"{name}-password")
         people = [add_annotator(session, f"store-{i:03d}") for i in range(args.store)]

@@ -39,7 +39,7 @@ from annotate.db import make_engine, read_session, upgrade, write_session  # noq
 from annotate.models import VoteEvent  # noqa: E402
 from annotate.studies import create_study  # noqa: E402
 from annotate.votes import cast_vote  # noqa: E402
-from bench.corpus import build  # noqa: E402
+from bench.corpus import build, dialogue_file  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -51,7 +51,7 @@ def run_backend(url: str, corpus_path: Path, writers: int, votes: int) -> dict:
     engine = make_engine(url, pool_size=writers)
     upgrade(engine)
     with write_session(engine) as session:
-        study = create_study(session, "bench", "satisfaction", [corpus_path], overlap=3)
+        study = create_study(session, "bench", "satisfaction", [corpus_path, dialogue_file(corpus_path)], overlap=3)
         people = [add_annotator(session, f"bench-{i:02d}") for i in range(writers)]
     latencies: list[float] = []
     lock = threading.Lock()

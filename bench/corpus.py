@@ -34,6 +34,28 @@ def build(n_dialogues: int = 1000, seed: int = 0) -> dict:
     return corpus
 
 
+def dialogue_file(path: Path) -> Path:
+    """The TRADE dialogue file (``test_dials.json`` format) for the corpus written at ``path``, beside it as
+    ``<stem>_dials.json``: a satisfaction study of FGA result JSON needs its utterances (issue 24, item 6).
+    Each dialogue gets its base dialogue's utterances where the fixtures have them (the FGA text files),
+    else a made-up line per turn; the study is made of ``[path, dialogue_file(path)]``."""
+    corpus = json.loads(path.read_text())
+    base = {d.id: d for d in load_dialogues([fixtures_dir() / "fga_human_eval"])}
+    dialogues = []
+    for dialogue_id, turns in corpus.items():
+        known = base.get(dialogue_id.split("-", 1)[-1])
+        records = []
+        for position in range(len(turns)):
+            turn = known.turns[position] if known is not None and position < len(known.turns) else None
+            records.append({"turn_idx": position, "turn_label": [], "belief_state": [],
+                            "system_transcript": turn.system if turn else f"system turn {position}",
+                            "transcript": turn.user if turn else f"user turn {position}"})  # fmt: skip
+        dialogues.append({"dialogue_idx": dialogue_id, "domains": [], "dialogue": records})
+    out = path.with_name(f"{path.stem}_dials.json")
+    out.write_text(json.dumps(dialogues))
+    return out
+
+
 def write(path: Path, n_dialogues: int = 1000) -> tuple[int, int]:
     corpus = build(n_dialogues)
     path.write_text(json.dumps(corpus))

@@ -22,7 +22,7 @@ FORMATS = (fga_text.FORMAT, *JSON_READERS)
 # Formats that hold no belief-state dialogues; study creation reads them with their own modules.
 OTHER_JSON = {coco_eval.FORMAT: coco_eval, dstc.FORMAT: dstc}
 
-__all__ = ["FORMATS", "ReaderError", "detect_format", "load_dialogues", "read_file"]
+__all__ = ["FORMATS", "ReaderError", "detect_format", "load_dialogues", "read_file", "read_file_detected"]
 
 
 def detect_format(path: str | os.PathLike, text: str):
@@ -41,10 +41,19 @@ def detect_format(path: str | os.PathLike, text: str):
 
 def read_file(path: str | os.PathLike, fmt: str | None = None, data: bytes | None = None) -> list[Dialogue]:
     """Read one file (``data`` may hold its bytes, e.g. from an upload)."""
+    return read_file_detected(path, fmt, data)[1]
+
+
+def read_file_detected(path: str | os.PathLike, fmt: str | None = None, data: bytes | None = None) -> tuple[str, list[Dialogue]]:
+    """:func:`read_file`, with the format the file was read as (detected unless ``fmt`` is given)."""
     if fmt is not None and fmt not in FORMATS:
         raise ReaderError(path, "", f"unknown format {fmt!r} (known formats: {', '.join(FORMATS)})")
     text = read_text(path, data)
     detected, document = detect_format(path, text) if fmt is None else (fmt, None)
+    return detected, _read_detected(path, text, detected, document)
+
+
+def _read_detected(path: str | os.PathLike, text: str, detected: str, document) -> list[Dialogue]:
     if detected in OTHER_JSON:
         raise ReaderError(path, "", f"is a {detected} file, which holds no predicted belief states")
     if detected == fga_text.FORMAT:

@@ -84,6 +84,17 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
             if finite.size >= resamples / 2:
                 low, high = percentile_ci(finite)
                 row["kappa_ci"] = [float(low), float(high)]
+        # A point for an interval (as metrics.agreement's ci_degenerate): flagged and said why.
+        row["kappa_ci_degenerate"] = row["kappa_ci"] is not None and row["kappa_ci"][0] == row["kappa_ci"][1]
+        if row["kappa_ci_degenerate"]:
+            if len(set(j.tolist())) == 1:
+                row["note"] = (f"the judge gave the same answer ({categories[j[0]]}) to all {len(shared)} items: κ is "
+                               f"{row['cohen_kappa']:.3f} by construction and its bootstrap interval is degenerate (a point): "
+                               "it measures no uncertainty; see accuracy")  # fmt: skip
+            else:
+                row["note"] = ("every bootstrap resample gave the same κ: the interval is degenerate (a point) and "
+                               "measures no uncertainty; more items would")  # fmt: skip
+            notes.append(f"{name}: {row['note']}")
         if not shared:
             row["note"] = "no item labelled by this judge has a human majority"
         rows.append(row)

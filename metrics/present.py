@@ -26,6 +26,8 @@ COEFFICIENTS = (
 
 
 def number(value, digits: int = 3) -> str:
+    """One rounding rule (issue 24): every r, difference, λ and interval end to 3 decimals, in the app
+    (the Analysis page and the Progress page's design line), the report and the command lines' text."""
     return "—" if value is None else f"{value:.{digits}f}"
 
 
@@ -217,11 +219,11 @@ def planning_line(correlation: dict, baseline: str = "jga") -> str | None:
 def calibration_table(calibration: dict) -> Table:
     k = calibration
     rows = [
-        ["best λ", number(k["best_lambda"], 4), interval(k["ci_lambda"])],
-        ["r at best λ", number(k["r_best"], 4), interval(k["ci_r"])],
-        ["r at λ = 0 (JGA)", number(k["r_jga"], 4), ""],
-        ["r at λ = ∞ (turn match)", number(k["r_turn"], 4), ""],
-        ["cross-validated r", number(k["cv_r"], 4), f"{len(k['cv_folds'])} folds"],
+        ["best λ", number(k["best_lambda"]), interval(k["ci_lambda"])],
+        ["r at best λ", number(k["r_best"]), interval(k["ci_r"])],
+        ["r at λ = 0 (JGA)", number(k["r_jga"]), ""],
+        ["r at λ = ∞ (turn match)", number(k["r_turn"]), ""],
+        ["cross-validated r", number(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
         ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
     ]
     notes = [f"{k['n_dialogues']} dialogues, {k['n_ratings']} ratings ({k['rating']}).", *k["notes"],

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# Where the shared fixtures are. Tests reach them only through the ``fixtures`` fixture below, never at
+# import or collection time (no module-level glob or read, no parametrize list built from the folder): without
+# the folder, collection still succeeds and each test that needs it fails with the message below
+# (tests/unit/test_missing_fixtures.py).
 FIXTURES = Path(os.environ.get("DST_JUDGE_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 
@@ -52,12 +58,44 @@ def app_db(tmp_path, monkeypatch, fixtures):
 LAYER_FOLDERS = ("unit", "store", "app", "browser", "scaleout")
 
 
+def only_unit(markexpr: str) -> bool:
+    """True when the ``-m`` expression cannot select a test without the ``unit`` mark. ``unit`` comes only
+    from the folder (tests/unit and the packages' doctests; tests/unit/test_markers.py checks that no test
+    elsewhere is marked unit by hand), so then tests/store, app, browser and scaleout need not be collected.
+    Judged by trying the expression on every set of the other marks it names or a test could carry;
+    anything it cannot judge (keyword matching, a bad expression, too many names) means: collect everything."""
+    if not markexpr.strip() or "=" in markexpr:
+        return False
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:  # a private API of pytest's, or an expression pytest itself will refuse
+        return False
+    names = set(re.findall(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+", markexpr)) - {"and", "or", "not", "unit"}
+    names |= {*LAYER_FOLDERS[1:], "slow"}
+    if len(names) > 12:
+        return False
+    return not any(expression.evaluate(lambda name, chosen=set(chosen), **_: name in chosen)
+                   for size in range(len(names) + 1) for chosen in combinations(sorted(names), size))  # fmt: skip
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m unit`` (or ``-m "unit and not slow"``, ...) the other test folders are not collected:
+    importing them (Streamlit, SQLAlchemy, Playwright) would cost the quick loop seconds for tests it drops."""
+    if collection_path.parent == REPO / "tests" and collection_path.name in LAYER_FOLDERS[1:]:
+        return True if only_unit(config.getoption("markexpr", "") or "") else None
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Each test folder is a marker (tests/unit -> unit, ...); doctests in the packages are unit tests.
-    A test that drives Chromium from another folder says so with its own ``browser`` mark."""
+    A test that drives Chromium from another folder says so with its own ``browser`` mark. A test
+    marked ``slow`` (a statistical check or a subprocess that takes seconds) gets no folder marker:
+    ``-m unit`` stays the quick loop, ``-m slow`` runs those, plain ``pytest`` runs everything."""
     for item in items:
         parts = Path(str(item.path)).resolve().relative_to(REPO).parts
         folder = parts[1] if parts[0] == "tests" and len(parts) > 2 else "unit"
-        if folder in LAYER_FOLDERS and not any(item.get_closest_marker(name) for name in LAYER_FOLDERS):
+        if folder in LAYER_FOLDERS and not any(item.get_closest_marker(name) for name in (*LAYER_FOLDERS, "slow")):
             item.add_marker(getattr(pytest.mark, folder))

@@ -1,12 +1,14 @@
 """Dialogue satisfaction (the FGA paper's study): one item per dialogue of one system.
 
-Input: FGA human-evaluation text, FGA result JSON or TRADE predictions, with an optional TRADE
-dialogue file for utterances.  Item key = dialogue id as in the source (``PMUL4648.json``),
-condition = the system name (``--condition``, else the folder of FGA text files, else the file
-name up to its first dot).  Question ``satisfied`` 1/0.  The page shows every turn with its
-differences (missing / extra / wrong-value triplets), the turn-level match and the turn where
-the first error entered.  Analysis: every DST metric against the ratings and λ calibration, per
-system; exports add the correlation and calibration tables and the FGA text format.
+Input: FGA human-evaluation text, or FGA result JSON or TRADE predictions with the TRADE dialogue
+file they were made on (those two formats hold belief states only; without the dialogue file the
+study is refused, naming the file, rather than showing empty Sys / Usr lines).  Item key =
+dialogue id as in the source (``PMUL4648.json``), condition = the system name (``--condition``,
+else the folder of FGA text files, else the file name up to its first dot).  Question
+``satisfied`` 1/0.  The page shows every turn with its differences (missing / extra / wrong-value
+triplets), the turn-level match and the turn where the first error entered.  Analysis: every DST
+metric against the ratings and λ calibration, per system; exports add the correlation and
+calibration tables and the FGA text format.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from annotate.kinds.base import ItemContext, ItemDraft, Kind, register
-from formats import ReaderError, expand_paths, read_file, trade_dials
+from formats import ReaderError, expand_paths, read_file_detected, trade_dials
 from formats.dialogue import Dialogue, Turn
 from metrics.analysis import metrics_summary
 from metrics.diff import TurnDifference, first_error_turn, format_state, turn_differences
@@ -42,18 +44,35 @@ def _system_name(path: Path, fmt: str) -> str:
     return path.parent.name if fmt == "fga-text" else path.name.split(".")[0]
 
 
+# Prediction formats that carry belief states only: a study of them needs the TRADE dialogue file
+# the predictions were made on, or annotators would see every turn as empty Sys / Usr lines.
+NO_UTTERANCES = {
+    "fga-json": "FGA result JSON has no utterances; add the TRADE dialogue file (test_dials.json) it was run on",
+    "trade-pred": "TRADE predictions have no utterances; add the TRADE dialogue file (test_dials.json) they were made on",
+}
+
+
 def build_items(paths: list, condition: str | None = None) -> list[ItemDraft]:
+    """Items from prediction files, with utterances from FGA text or from a TRADE dialogue file among
+    ``paths``.  Predictions without utterances (FGA result JSON, TRADE predictions) and no dialogue file
+    are refused, naming the file (rather than a study whose turns show empty Sys / Usr lines)."""
     predicted: list[tuple[Dialogue, str]] = []
     utterance_sources: list[Dialogue] = []
+    bare: list[tuple[Path, str]] = []  # prediction files without utterances, with their format
     for path in expand_paths(paths):
-        for dialogue in read_file(path):
+        fmt, read = read_file_detected(path)
+        if fmt in NO_UTTERANCES and any(d.has_predictions for d in read):
+            bare.append((path, fmt))
+        for dialogue in read:
             if dialogue.has_predictions:
-                fmt = "fga-text" if path.suffix == ".txt" else "json"
-                predicted.append((dialogue, condition or _system_name(path, fmt)))
+                predicted.append((dialogue, condition or _system_name(path, "fga-text" if path.suffix == ".txt" else "json")))
             else:
                 utterance_sources.append(dialogue)
     if not predicted:
         raise ReaderError(", ".join(map(str, paths)), "", "no predicted belief states found (satisfaction needs predictions)")
+    if bare and not utterance_sources:
+        path, fmt = bare[0]
+        raise ReaderError(path, "", NO_UTTERANCES[fmt])
     if utterance_sources:
         merged = trade_dials.attach_utterances([d for d, _ in predicted], utterance_sources)
         predicted = [(m, c) for m, (_, c) in zip(merged, predicted)]
@@ -234,7 +253,7 @@ KIND = register(
     Kind(
         name="satisfaction",
         label="dialogue satisfaction",
-        inputs="FGA text files, FGA result JSON or TRADE predictions (+ a TRADE dialogue file for utterances)",
+        inputs="FGA text files, or FGA result JSON or TRADE predictions + the TRADE dialogue file they were made on",
         questions=QUESTIONS,
         build_items=build_items,
         render=render,

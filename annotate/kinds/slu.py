@@ -137,33 +137,33 @@ def _flip(state, key: str) -> None:
 
 
 def render(st, ctx: ItemContext) -> None:
-    """The turn on the left (context, prompt, recording, ASR, transcription); on the right the Save and
-    Skip buttons, then the acts to mark: at 1400x900 the buttons are on screen on arrival."""
+    """Everything to act on is on the first screen on arrival at 1400x900 (``tests/browser/test_browser_fold.py``):
+    on the left the turn (its system prompt, the recording, the transcription box with its status, then the
+    ASR N-best it starts from); on the right *Save and next*, *Skip* and the comment, then one compact row
+    per recognised act.  The two turns before and after are context and come below both columns."""
     item, answers = ctx.item, ctx.answers
     view = item_view(item.payload)
-    turn, acts = st.columns([1, 1], gap="large")
+    turn, acts = st.columns([1, 1], gap="medium")
     with turn:
-        context_turns(st, view["before"])
         with st.container(border=True):
             st.caption("System prompt of this turn")
             st.text(view["system"])
             recording = ctx.audio() if item.payload.get("audio") else None
             if recording is not None:  # the caller's own words, when the call folder had the audio
                 st.audio(recording[2], format=recording[1])
-            st.caption("What the recogniser heard (ASR N-best)")
-            st.text("\n".join(view["asr"]) or "(nothing)")
             transcription_key = f"transcription-{item.id}"
             if transcription_key not in ctx.state:
                 ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
-            st.text_input("Transcription (what the caller actually said)", key=transcription_key)
+            box, status_box = st.columns([3, 2])
+            box.text_input("Transcription (what the caller actually said)", key=transcription_key)
             status_now = answers.get("transcription_status", view["transcription_status"])
-            status = st.selectbox(
+            status = status_box.selectbox(
                 "Transcription status", TRANSCRIPTION_STATUSES, index=TRANSCRIPTION_STATUSES.index(status_now),
                 key=f"status-{item.id}",
             )  # fmt: skip
-        context_turns(st, view["after"])
+            st.caption("What the recogniser heard (ASR N-best)")
+            st.text("\n".join(view["asr"]) or "(nothing)")
     with acts:
-        st.markdown("**Recognised acts: does each capture the complete meaning?**")
         keys = {name: f"act-{item.id}-{position}" for position, (name, _score, _auto) in enumerate(view["acts"])}
         for name, _score, auto in view["acts"]:  # the defaults live in the state, so a shortcut can flip them
             if keys[name] not in ctx.state:
@@ -186,7 +186,16 @@ def render(st, ctx: ItemContext) -> None:
             ctx.skip_button()
         with comment.popover("Comment (optional)", use_container_width=True):
             ctx.comment_box()
-        _act_rows(st, ctx, view, keys)
+        st.markdown("**Recognised acts: does each capture the complete meaning?**")
+        with st.container(gap="xsmall"):  # compact rows: eight acts fit on the first screen
+            _act_rows(st, ctx, view, keys)
+        if any(auto for _name, _score, auto in view["acts"]) and not answers:
+            st.caption("auto: pre-marked correct, it matches the label file")
+    if view["before"] or view["after"]:
+        st.caption("Context: the turns before and after this one")
+        context_turns(st, view["before"])
+        st.text(f"[{item.payload['turn_index']}] (this turn)")
+        context_turns(st, view["after"])
 
 
 def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
@@ -196,12 +205,12 @@ def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
     for position, (name, score, auto) in enumerate(view["acts"]):
         key = keys[name]
         shortcut = ACT_KEYS[position] if position < len(ACT_KEYS) else None
-        press, label, choice = st.columns([1, 5, 4], vertical_alignment="center")
+        press, label, choice = st.columns([2, 9, 7], vertical_alignment="center", gap="small")
         if shortcut:
             press.button("toggle", shortcut=shortcut, key=f"{key}-key", on_click=_flip, args=(ctx.state, key),
                          help=f"Press {shortcut}: correct, press again: incorrect")  # fmt: skip
         unjudged = ctx.answers.get(name) is None
-        label.text(f"{name}   score {score:.2f}" + ("   (auto: matches the label file)" if auto and unjudged else ""))
+        label.text(f"{name}  {score:.2f}" + ("  auto" if auto and unjudged else ""))
         with choice:
             st.radio(
                 f"act {position + 1}", ["1", "0"], format_func=lambda v: "correct" if v == "1" else "incorrect",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import service
-from annotate.allocation import QUESTIONS, allocation_line
+from annotate.allocation import QUESTIONS, allocation_line, judgements_total
 from annotate.kinds import KINDS
 from annotate.models import DEFAULT_TIMEOUT_MINUTES
-from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top
+from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top, show_refusal
 from annotate.pages.tables import show_table
 
 
@@ -23,6 +23,8 @@ def _study_picker(label: str = "Study", key: str = "admin-study"):
     remembered = st.session_state.get("admin-chosen-study")
     index = next((i for i, s in enumerate(studies) if s.id == remembered), 0)
     chosen = st.selectbox(label, studies, index=index, format_func=lambda s: f"{s.name} ({s.kind}, {s.items} items)", key=key)
+    # A keyed box hands back the summary as it was when chosen (archived, overlap of then): this run's instead.
+    chosen = next((s for s in studies if s.id == chosen.id), chosen)
     st.session_state["admin-chosen-study"] = chosen.id
     return chosen
 
@@ -37,19 +39,22 @@ def studies_page() -> None:
         st.success(headline)
         st.text(detail)  # the name is the admin's text: shown as text
         scroll_to_top(f"created {st.session_state.get('create-generation', 0)}")  # the message and the table are up here
-    summaries = service.list_studies(engine)
-    if summaries:
-        show_table(
-            [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived} for s in summaries],
-            "studies",
-        )
-    create_tab, change_tab = st.tabs(["Create a study", "Change a study"])
+    table = st.container()  # filled last, so it shows what this run's action changed (overlap, archived)
+    # Keyed tabs track the chosen tab (a rerun after an action keeps it; unkeyed tabs went back to the first).
+    create_tab, change_tab = st.tabs(["Create a study", "Change a study"], key="studies-tab", on_change="rerun")
     with create_tab:
         _create_form(engine, user)
     with change_tab:
         study = _study_picker(key="change-study")
         if study is not None:
             _change_study(engine, user, study)
+    summaries = service.list_studies(engine)
+    if summaries:
+        with table:
+            show_table(
+                [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived}
+                 for s in summaries], "studies",
+            )  # fmt: skip
 
 
 def _create_form(engine, user) -> None:
@@ -65,9 +70,11 @@ def _create_form(engine, user) -> None:
         left, middle, right = st.columns(3)
         overlap = left.number_input("Annotators per item (k)", min_value=1, max_value=50, value=3)
         condition = middle.text_input(
-            "System or CoCo variant name (optional)",
-            help="Satisfaction: the system whose predictions these are (default: the folder of FGA text files in a zip, "
-            "'uploaded' for loose files, else the file name). CoCo: the variant (default coco).",
+            "System name (satisfaction) or CoCo variant",
+            placeholder="default: the folder or file name",
+            help="Satisfaction: the system whose predictions these are, the condition the analysis compares. Left empty: "
+            "the folder of FGA text files in a zip, a loose file's name up to its first dot; several loose FGA text "
+            "files need it. CoCo: the variant (default coco).",
         )
         timeout = right.number_input("Reclaim abandoned items after (minutes)", min_value=1, value=DEFAULT_TIMEOUT_MINUTES)
         sample = left.number_input("Sample N units (0 = all)", min_value=0, value=0)
@@ -93,7 +100,7 @@ def _change_study(engine, user, study) -> None:
     """The chosen study's settings, one tab each; every change is recorded (the change log tab)."""
     people, numbers, design_tab, crowd_tab, delete_tab, log_tab = st.tabs(
         ["Annotators and guideline", "Overlap, re-open, gold", "Design and budget", "Crowd workers", "Archive or delete",
-         "Change log"]
+         "Change log"], key="change-study-tab", on_change="rerun",
     )  # fmt: skip
     with people:
         _membership_and_guideline(engine, user, study)
@@ -102,7 +109,8 @@ def _change_study(engine, user, study) -> None:
         with left.form("overlap"):
             new_overlap = st.number_input("Annotators per item (k)", min_value=1, max_value=50, value=study.overlap)
             if st.form_submit_button("Set overlap"):
-                guard(lambda: service.set_overlap(engine, user, study.id, int(new_overlap)), "Overlap changed.")
+                guard(lambda: service.set_overlap(engine, user, study.id, int(new_overlap)),
+                      f"Overlap changed: k = {int(new_overlap)} from now on.")  # the table above shows it too
         with right.form("reopen"):
             key = st.text_input("Item key to re-open for one more judgement")
             condition_value = st.text_input("Its condition (empty if none)")
@@ -221,11 +229,36 @@ def _crowd_joins(joins: dict) -> None:
                + " ".join(str(n) for n in joins["per_minute_series"]))  # fmt: skip
 
 
+def _set_archived(study_id: int, archived: bool) -> None:
+    """The Archive / Unarchive buttons' callback: it runs before the page does, so the page, its table
+    and the button shown all say the state after the action.  Each button sets its own state (never a
+    toggle): a click on a stale "Archive" leaves an archived study archived."""
+    from annotate.pages.context import current_user
+
+    user = current_user()
+    if user is None:  # logged out meanwhile: the page asks for a login
+        return
+    try:
+        done = service.set_archived(app_engine(), user, study_id, archived)
+    except (ValueError, service.PermissionDenied) as err:
+        st.session_state["archive-outcome"] = (study_id, "error", str(err))
+        return
+    what = "Archived: hidden from annotators" if archived else "Unarchived: open to annotators again"
+    st.session_state["archive-outcome"] = (study_id, "success", what + ("." if done["changed"] else " (it was already)."))
+
+
 def _archive_or_delete(engine, user, study) -> None:
-    label = "Unarchive the study" if study.archived else "Archive the study (hidden from annotators)"
-    if st.button(label, key=f"archive-{study.id}"):
-        if guard(lambda: service.set_archived(engine, user, study.id, not study.archived)):
-            st.rerun()
+    outcome = st.session_state.pop("archive-outcome", None)
+    if outcome and outcome[0] == study.id:
+        st.success(outcome[2]) if outcome[1] == "success" else show_refusal("Refused; nothing was changed.", outcome[2])
+    if study.archived:
+        st.text("This study is archived: annotators do not see it and it takes no judgements.")
+        st.button("Unarchive the study", key=f"unarchive-{study.id}", on_click=_set_archived, args=(study.id, False),
+                  help="Show it to annotators again (members only, when it has members).")  # fmt: skip
+    else:
+        st.text("This study is open: annotators on it see it and judge its items.")
+        st.button("Archive the study", key=f"archive-{study.id}", on_click=_set_archived, args=(study.id, True),
+                  help="Hide it from annotators; the items they hold go back.")  # fmt: skip
     st.divider()
     st.caption("Deleting removes the study with its items, votes, adjudications and change log. While it has votes, "
                "download them first: a delete is refused while any vote was not exported.")  # fmt: skip
@@ -280,14 +313,18 @@ def progress_page() -> None:
     if study is None:
         return
     report = service.study_progress(engine, user, study.id)
+    design = service.allocation_settings(engine, user, study.id)
+    total = judgements_total(design, report["judgements_needed"])  # the budget when it is smaller (it closes the study)
     left, middle, right = st.columns(3)
-    left.metric("Judgements", f"{report['judgements_done']} / {report['judgements_needed']}")
+    left.metric("Judgements", f"{report['judgements_done']} / {total}",
+                help=f"the study's budget; {report['judgements_needed']} places in all" if total < report["judgements_needed"]
+                else None)  # fmt: skip
     middle.metric("Items complete", f"{report['items_complete']} / {report['items']}",
                   help=f"{report['items_left_out']} items left out by the adaptive design's draw" if report["items_left_out"]
                   else None)  # fmt: skip
     right.metric("Vote events", report["vote_events"])
-    st.progress(report["fraction_done"])
-    _design_status(engine, user, study)
+    st.progress(min(1.0, report["judgements_done"] / total) if total else 1.0)
+    _design_status(engine, user, study, design)
     st.subheader("Per annotator")
     st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
                "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
@@ -317,14 +354,17 @@ def progress_page() -> None:
     export_section(study, user)
 
 
-def _design_status(engine, user, study) -> None:
-    """The design's line on Progress: budget spent, the main question's interval now, the judgements
-    projected to reach the target width; the study closes here when the target is reached."""
-    design = service.allocation_settings(engine, user, study.id)
+def _design_status(engine, user, study, design: dict) -> None:
+    """The design's line on Progress: budget spent, the main question's interval now (the Analysis
+    page's own numbers: the same cached analysis), the judgements projected to reach the target width;
+    the study closes here when the target is reached."""
     if design["policy"] == "uniform" and not design["budget"] and not design["target_width"]:
         st.caption("Design: uniform (every item gets k votes); no budget or target width set (Studies, Design and budget).")
         return
-    status = guard(lambda: service.allocation_status(engine, user, study.id))
+    bar = st.progress(0.0, text="analysing")  # moves only when the analysis is computed (not cached)
+    status = guard(lambda: service.allocation_status(engine, user, study.id,
+                                                     progress=lambda fraction, text: bar.progress(fraction, text=text)))
+    bar.empty()
     if not status:
         return
     st.text(allocation_line(status))  # numbers only: shown as text

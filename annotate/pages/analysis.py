@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from annotate import service
+from annotate.allocation import judgements_total
 from annotate.kinds import KINDS
 from annotate.pages import tables
 from annotate.pages.admin import _study_picker
@@ -62,7 +63,8 @@ def render() -> None:
     settings = _settings_form(engine, user, study)
     progress_report = service.study_progress(engine, user, study.id)
     left, middle, right = st.columns(3)
-    left.metric("Judgements", f"{progress_report['judgements_done']} / {progress_report['judgements_needed']}")
+    total = judgements_total(service.allocation_settings(engine, user, study.id), progress_report["judgements_needed"])
+    left.metric("Judgements", f"{progress_report['judgements_done']} / {total}")  # against the budget, as on Progress
     middle.metric("Items complete", f"{progress_report['items_complete']} / {progress_report['items']}")
     right.metric("Vote events", progress_report["vote_events"])
     condition = None
@@ -156,14 +158,21 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
         chosen = st.selectbox("Item", list(labels), format_func=lambda k: k.replace("\u241f", "  ·  "), key="analysis-drill")
         row = labels[chosen]
         condition = row.get("condition") or ""
-        tables.show_table(guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or [],
-                          f"votes on {row['item']} {condition}")  # fmt: skip
+        events = guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or []
+        st.caption("Every vote event, oldest first; 'current' marks each annotator's latest answer (what the analysis "
+                   "counts), the others were superseded by a change.")  # fmt: skip
+        columns = ["current", *(c for c in (events[0] if events else {}) if c != "current")]  # "current" first: in view
+        tables.show_table(pd.DataFrame(events, columns=columns) if events else [], f"votes on {row['item']} {condition}")
         with st.form("adjudicate"):
-            value = st.radio("Final label", ["1", "0"], horizontal=True, key="analysis-final")
+            # No answer chosen at first: the adjudicator picks one (a pre-chosen 1 was recorded by a mere click).
+            value = st.radio("Final label", ["1", "0"], index=None, horizontal=True, key="analysis-final")
             note = st.text_input("Note (optional)", key="analysis-final-note")
             if st.form_submit_button("Record the adjudicated label"):
-                guard(lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
-                      "Recorded; the majority export gives it as the final label.")  # fmt: skip
+                if value is None:
+                    st.error("Choose the final label first: nothing was recorded.")
+                else:
+                    guard(lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
+                          "Recorded; the majority export gives it as the final label.")  # fmt: skip
 
 
 def _correlation_section(result: dict) -> None:

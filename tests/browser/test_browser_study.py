@@ -99,6 +99,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     for name, chosen in (("Pilot A", files[:4]), ("Pilot B", files[4:6])):
         admin.get_by_label("Name", exact=True).fill(name)
         admin.get_by_label("Annotators per item (k)").first.fill("2")
+        admin.get_by_role("textbox", name="System name (satisfaction) or CoCo variant").fill("pilot-system")  # loose files name none
         admin.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files([str(p) for p in chosen])
         admin.get_by_text(chosen[0].name).first.wait_for()
         after_run(admin, lambda: admin.get_by_role("button", name="Create study").click())
@@ -117,7 +118,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
         created = {s.name: len(s.items) for s in session.query(Study).all()}
         conditions = {i.condition for i in session.query(Item).join(Study).where(Study.name.in_(["Pilot A", "Pilot B"]))}
     assert created["Pilot A"] == 4 and created["Pilot B"] == 2
-    assert conditions == {"uploaded"}  # loose files: not the name of a temporary folder
+    assert conditions == {"pilot-system"}  # the name given (loose files: not 'uploaded', nor a temporary folder)
 
     # Two annotators judge every item of Pilot A by keyboard; each item starts at its top.
     for person, answer in (("ann1", "1"), ("ann2", "0")):

@@ -181,6 +181,12 @@ def test_an_adjudicated_label_reaches_the_majority_export(browser, server):  # n
     after_run(page, lambda: page.get_by_text("Only split items").click())
     page.get_by_text("Drill down into an item and adjudicate").click()
     page.get_by_role("button", name="Record the adjudicated label").wait_for()
+    from playwright.sync_api import expect
+
+    wait_idle(page)
+    final = page.get_by_test_id("stRadio").filter(has_text="Final label")
+    final.get_by_text("1", exact=True).click()  # nothing is chosen at first (issue 24)
+    expect(final.get_by_role("radio", name="1")).to_be_checked()
     after_run(page, lambda: page.get_by_role("button", name="Record the adjudicated label").click())
     page.get_by_text("Recorded; the majority export gives it as the final label.").wait_for()
     page.get_by_text("Recorded; the majority export").scroll_into_view_if_needed()
@@ -266,12 +272,12 @@ def test_a_study_with_votes_is_deleted_only_after_its_votes_are_downloaded(brows
 def test_an_adaptive_design_is_set_followed_on_progress_and_weighted_in_the_analysis(browser, server, tmp_path):  # noqa: F811
     """Issue 17: the admin chooses the adaptive design with a budget and a target width; Progress shows
     the judgements spent, the interval now and the judgements projected; Analysis weights by 1/π."""
-    from bench.corpus import build
+    from bench.corpus import build, dialogue_file
 
     corpus = tmp_path / "pool.json"
     corpus.write_text(json.dumps(build(60)))
     with write_session(server.engine) as session:
-        create_study(session, "Adaptive pool", "satisfaction", [corpus], overlap=3)
+        create_study(session, "Adaptive pool", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
     page = new_page(browser, server.url)
     log_in(page, "admin", "demo-admin-pw", landing="Progress")
     open_study_settings(page, "Adaptive pool", "Design and budget")

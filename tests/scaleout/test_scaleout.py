@@ -20,6 +20,7 @@ from annotate.auth import add_annotator
 from annotate.db import make_engine, read_session, upgrade, write_session
 from annotate.models import Annotator, Assignment, Item, VoteEvent
 from annotate.studies import create_study
+from bench.corpus import dialogue_file
 from bench.corpus import write as write_corpus
 from tests.browser_harness import CHROMIUM, SCREENSHOTS
 from tests.databases import create_pg_database, drop_pg_database, pg_available
@@ -54,7 +55,7 @@ def test_two_servers_behind_nginx_survive_a_sigkill(pg_url, tmp_path):
     corpus = tmp_path / "corpus.json"
     write_corpus(corpus, 1500)  # 4,500 judgements: more than the run gives (the store got faster, issue 16)
     with write_session(engine) as session:
-        study = create_study(session, "load", "satisfaction", [corpus], overlap=3)
+        study = create_study(session, "load", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
         study_id = study.id
         for name, _ in BROWSERS:
             add_annotator(session, name, f"{name}-password")

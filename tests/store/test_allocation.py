@@ -20,7 +20,7 @@ from annotate.db import read_session, write_session
 from annotate.kinds import StudyError
 from annotate.models import Assignment, Item, Study, VoteEvent
 from annotate.studies import create_study
-from bench.corpus import build
+from bench.corpus import build, dialogue_file
 from metrics.analysis import AnalysisSettings
 from tests.store.test_holders import counters_match
 
@@ -29,7 +29,7 @@ def _study(engine, tmp_path, n=120, overlap=3, annotators=12, name="adaptive"):
     corpus = tmp_path / f"{name}.json"
     corpus.write_text(json.dumps(build(n)))
     with write_session(engine) as session:
-        study = create_study(session, name, "satisfaction", [corpus], overlap=overlap)
+        study = create_study(session, name, "satisfaction", [corpus, dialogue_file(corpus)], overlap=overlap)
         admin = add_annotator(session, f"{name}-admin", "pw-admin-123", role="admin")
         people = [add_annotator(session, f"{name}-{i}") for i in range(annotators)]
     return study, admin, people
@@ -165,7 +165,7 @@ def test_the_design_from_the_command_line(db_url, tmp_path):
     corpus = tmp_path / "pool.json"
     corpus.write_text(json.dumps(build(40)))
     ok(cli(db_url, "init"))
-    ok(cli(db_url, "study", "create", "pool", "--kind", "satisfaction", str(corpus)))
+    ok(cli(db_url, "study", "create", "pool", "--kind", "satisfaction", str(corpus), str(dialogue_file(corpus))))
     refused = cli(db_url, "study", "design", "pool", "--policy", "adaptive")
     assert refused.returncode != 0 and "needs a budget" in refused.stderr
     drawn = json.loads(ok(cli(db_url, "study", "design", "pool", "--policy", "adaptive", "--budget", "45",

@@ -83,3 +83,21 @@ def test_bad_study_input_is_one_line(db_url, tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "broken.json:line 1" in result.stderr and "UTF-8" in result.stderr
     assert ok(cli(db_url, "study", "list")) == ""
+
+
+def test_archive_and_unarchive_say_what_they_did_and_list_shows_it(db_url, fixtures):
+    """Issue 24, item 3: ``study unarchive`` says "unarchived" (it said "archived set"); archiving twice
+    leaves the study archived and says so; ``study list`` tells archived studies apart."""
+    ok(cli(db_url, "init"))
+    ok(cli(db_url, "study", "create", "sat", "--kind", "satisfaction", "--overlap", "2", str(fixtures / "fga_human_eval")))
+    ok(cli(db_url, "study", "create", "slu", "--kind", "slu", str(fixtures / "dstc2")))
+    assert [line.split("\t")[-1] for line in ok(cli(db_url, "study", "list")).splitlines()] == ["open", "open"]
+    assert ok(cli(db_url, "study", "archive", "sat")) == "sat: archived (hidden from annotators)\n"
+    assert ok(cli(db_url, "study", "archive", "sat")) == "sat: already archived (nothing changed)\n"
+    listing = ok(cli(db_url, "study", "list")).splitlines()
+    assert [(line.split("\t")[0], line.split("\t")[-1]) for line in listing] == [("sat", "archived"), ("slu", "open")]
+    assert ok(cli(db_url, "study", "unarchive", "sat")) == "sat: unarchived (open to annotators again)\n"
+    assert ok(cli(db_url, "study", "unarchive", "sat")) == "sat: already open (not archived; nothing changed)\n"
+    assert [line.split("\t")[-1] for line in ok(cli(db_url, "study", "list")).splitlines()] == ["open", "open"]
+    changes = ok(cli(db_url, "study", "changes", "sat")).splitlines()
+    assert [c.split("\t", 2)[2] for c in changes] == ["archived\tFalse -> True", "archived\tTrue -> False"]

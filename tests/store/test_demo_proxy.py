@@ -14,11 +14,11 @@ from annotate.auth import set_password
 from annotate.db import read_session, write_session
 from annotate.demo import DEMO_ACCOUNTS, demo_refusal, ensure_demo
 from annotate.models import Annotator
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
 
 
-def _serve(db_url: str, **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "DST_JUDGE_FIXTURES": str(FIXTURES), "DST_JUDGE_BCRYPT_ROUNDS": "4", **env}
+def _serve(db_url: str, fixtures, **env: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "DST_JUDGE_FIXTURES": str(fixtures), "DST_JUDGE_BCRYPT_ROUNDS": "4", **env}
     environ.pop("DST_JUDGE_DEMO", None)
     # an address not on this host: were the refusal missing, streamlit would fail to bind instead of serving
     return subprocess.run([sys.executable, "-m", "annotate", "--db", db_url, "serve", "--server.address", "192.0.2.1"],
@@ -30,24 +30,24 @@ def _people(engine) -> int:
         return session.scalar(select(func.count()).select_from(Annotator))
 
 
-def test_serve_refuses_the_demo_behind_a_proxy(db_url, engine):
-    done = _serve(db_url, DST_JUDGE_TRUSTED_PROXIES="127.0.0.1")
+def test_serve_refuses_the_demo_behind_a_proxy(fixtures, db_url, engine):
+    done = _serve(db_url, fixtures, DST_JUDGE_TRUSTED_PROXIES="127.0.0.1")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "not starting: a reverse proxy is configured" in done.stderr and "DST_JUDGE_DEMO=0" in done.stderr
     assert _people(engine) == 0  # no demo accounts were made
-    done = _serve(db_url, DST_JUDGE_TRUST_PROXY="1")  # the older switch means a loopback proxy
+    done = _serve(db_url, fixtures, DST_JUDGE_TRUST_PROXY="1")  # the older switch means a loopback proxy
     assert done.returncode == 2 and "not starting" in done.stderr
-    done = _serve(db_url, DST_JUDGE_TRUSTED_PROXIES="nginx.local")
+    done = _serve(db_url, fixtures, DST_JUDGE_TRUSTED_PROXIES="nginx.local")
     assert done.returncode == 2 and "'nginx.local' is not an IP address" in done.stderr
 
 
-def test_serve_refuses_demo_accounts_that_keep_their_passwords(db_url, engine, monkeypatch):
-    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(FIXTURES))
+def test_serve_refuses_demo_accounts_that_keep_their_passwords(fixtures, db_url, engine, monkeypatch):
+    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
     monkeypatch.delenv("DST_JUDGE_DEMO", raising=False)
     monkeypatch.delenv("DST_JUDGE_TRUSTED_PROXIES", raising=False)
     monkeypatch.delenv("DST_JUDGE_TRUST_PROXY", raising=False)
     assert ensure_demo(engine, announce=False)  # made earlier, on loopback
-    done = _serve(db_url, DST_JUDGE_TRUSTED_PROXIES="127.0.0.1")
+    done = _serve(db_url, fixtures, DST_JUDGE_TRUSTED_PROXIES="127.0.0.1")
     assert done.returncode == 2
     assert "demo account(s) admin, ann1, ann2, ann3 still have their published password" in done.stderr
     monkeypatch.setenv("DST_JUDGE_TRUSTED_PROXIES", "127.0.0.1")
@@ -57,8 +57,8 @@ def test_serve_refuses_demo_accounts_that_keep_their_passwords(db_url, engine, m
     assert demo_refusal(engine) is None  # changed passwords: serving behind the proxy is fine
 
 
-def test_the_app_makes_no_demo_behind_a_proxy(engine, monkeypatch, capsys):
-    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(FIXTURES))
+def test_the_app_makes_no_demo_behind_a_proxy(fixtures, engine, monkeypatch, capsys):
+    monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
     monkeypatch.delenv("DST_JUDGE_DEMO", raising=False)
     monkeypatch.setenv("DST_JUDGE_TRUSTED_PROXIES", "10.0.0.0/24")
     assert not ensure_demo(engine)

@@ -39,10 +39,8 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, request):
+def store(tmp_path_factory, fixtures):
     """One SQLite store with a study of each kind and deterministic votes."""
-    fixtures = Path(request.config.rootpath).parent / "shared" / "fixtures"
-    fixtures = Path(os.environ.get("DST_JUDGE_FIXTURES", fixtures))
     url = f"sqlite:///{tmp_path_factory.mktemp('exports') / 'store.sqlite'}"
     engine = make_engine(url)
     upgrade(engine)

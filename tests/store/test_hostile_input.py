@@ -26,14 +26,16 @@ from annotate.studies import build_items, create_study
 from annotate.votes import import_votes
 from formats import ReaderError, load_dialogues
 from formats.tidy import read_votes
-from tests.conftest import FIXTURES
+from tests.store.test_satisfaction_needs_utterances import dialogue_file_for
 from tests.store_helpers import zip_bytes
 
-# (study kind, the file to mutate, the other files the study needs, relative layout)
+# (study kind, the file to mutate, the other files the study needs, relative layout); paths are relative to
+# the shared fixtures folder, a pattern stands for the first file it matches there (resolved by ``target``
+# when a test runs, never at import: without the folder, each test fails with conftest's message).
 TARGETS = {
     "fga-text": ("satisfaction", "fga_human_eval/PMUL4648.json.txt", []),
-    "fga-json": ("satisfaction", "fga_result_json/som-dst_result.sample.json", []),
-    "trade-pred": ("satisfaction", next(p.relative_to(FIXTURES).as_posix() for p in (FIXTURES / "trade_predictions").glob("*.json")), []),
+    "fga-json": ("satisfaction", "fga_result_json/som-dst_result.sample.json", ["coco/test_dials.sample.json"]),
+    "trade-pred": ("satisfaction", "trade_predictions/*.json", []),
     "trade-dials": ("coco", "coco/test_dials.sample.json", ["coco/coco_eval.sample.json"]),
     "coco-eval": ("coco", "coco/coco_eval.sample.json", ["coco/test_dials.sample.json"]),
     "dstc-log": ("slu", "dstc2/voip-00d76b791d-20130327_010906/log.json", ["dstc2/voip-00d76b791d-20130327_010906/label.json"]),
@@ -42,12 +44,22 @@ TARGETS = {
 NAMES = count()
 
 
+def target(fixtures: Path, name: str) -> tuple[str, str, list[str]]:
+    """``TARGETS[name]`` with a pattern replaced by the first fixture file it matches."""
+    kind, relative, companions = TARGETS[name]
+    if "*" in relative:
+        matches = sorted(p.relative_to(fixtures).as_posix() for p in fixtures.glob(relative))
+        assert matches, f"no fixture file matches {relative} in {fixtures}"
+        relative = matches[0]
+    return kind, relative, companions
+
+
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def store(tmp_path_factory, fixtures):
     engine = make_engine(f"sqlite:///{tmp_path_factory.mktemp('hostile') / 'store.sqlite'}")
     upgrade(engine)
     with write_session(engine) as session:
-        create_study(session, "existing", "satisfaction", [FIXTURES / "fga_human_eval"], overlap=2)
+        create_study(session, "existing", "satisfaction", [fixtures / "fga_human_eval"], overlap=2)
     return engine
 
 
@@ -120,51 +132,61 @@ def _same_content(original: bytes, mutated: bytes) -> bool:
             return False
 
 
-def attempt_import(engine, tmp_path: Path, target: str, data: bytes) -> bool:
+def _dialogue_files(tmp_path: Path, fixtures: Path, name: str) -> list[Path]:
+    """TRADE predictions need a dialogue file, and the shared fixtures hold none for theirs: one made for them."""
+    if name != "trade-pred":
+        return []
+    return [dialogue_file_for(fixtures / target(fixtures, name)[1], tmp_path / "trade-pred-dials.json")]
+
+
+def attempt_import(engine, tmp_path: Path, fixtures: Path, name: str, data: bytes) -> bool:
     """The mutated file is refused with a message and nothing stored, or it imports, and then the
     study holds exactly the items the reader makes of those bytes — the same dialogues as the
     original's when the mutation changed nothing a reader should see (whitespace, JSON layout)."""
-    kind, relative, companions = TARGETS[target]
+    kind, relative, companions = target(fixtures, name)
     folder = tmp_path / f"case{next(NAMES)}"
     for other in companions:
         (folder / other).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / other, folder / other)
+        shutil.copy(fixtures / other, folder / other)
     (folder / relative).parent.mkdir(parents=True, exist_ok=True)
     (folder / relative).write_bytes(data)
     top = folder / relative.split("/")[0]
     paths = [top / Path(relative).name] if kind == "satisfaction" else [top]
+    dials = _dialogue_files(tmp_path, fixtures, name)  # predictions without utterances need them (issue 24, item 6)
+    paths += [folder / other for other in companions if kind == "satisfaction"] + dials
     before = snapshot(engine)
-    name = f"fuzz-{next(NAMES)}"
+    study = f"fuzz-{next(NAMES)}"
     try:
         with write_session(engine) as session:
-            create_study(session, name, kind, paths, overlap=2)
+            create_study(session, study, kind, paths, overlap=2)
     except ValueError as refused:  # ReaderError and StudyError are ValueErrors
         assert str(refused).strip(), "a refusal needs a message"
         assert "Traceback" not in str(refused)
         assert snapshot(engine) == before, "a refused import changed the database"
         return False
     finally:
-        stored = _stored(engine, name)
+        stored = _stored(engine, study)
         expected = _drafts(kind, paths) if stored else []
         shutil.rmtree(folder, ignore_errors=True)
     assert stored and stored == expected, "the study does not hold exactly what the reader read"
-    original = (FIXTURES / relative).read_bytes()
+    original = (fixtures / relative).read_bytes()
     if _same_content(original, data):
-        original_paths = [FIXTURES / relative] if kind == "satisfaction" else [FIXTURES / Path(relative).parent]
+        original_paths = [fixtures / relative] if kind == "satisfaction" else [fixtures / Path(relative).parent]
+        original_paths += [fixtures / other for other in companions if kind == "satisfaction"] + dials
         assert stored == _drafts(kind, original_paths), "a harmless change altered the dialogues"
     return True
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("name", sorted(TARGETS))
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(mutation=mutations())
-def test_mutated_files_are_refused_cleanly(store, tmp_path, target, mutation):
-    original = (FIXTURES / TARGETS[target][1]).read_bytes()
-    attempt_import(store, tmp_path, target, apply(original, mutation))
+def test_mutated_files_are_refused_cleanly(store, tmp_path, fixtures, name, mutation):
+    original = (fixtures / target(fixtures, name)[1]).read_bytes()
+    attempt_import(store, tmp_path, fixtures, name, apply(original, mutation))
 
 
 @pytest.mark.parametrize(
-    "target, document",
+    "name, document",
     [
         ("fga-json", {"D1": {"0": {"gt": ["hotel-area-north"], "pr": {}}}}),  # a state that is a list
         ("fga-json", {"D1": {"0": {"gt": {"hotel": {"area": ["north"]}}, "pr": {}}}}),  # a value that is a list
@@ -176,13 +198,13 @@ def test_mutated_files_are_refused_cleanly(store, tmp_path, target, mutation):
         ("dstc-log", {"session-id": "voip-00d76b791d-20130327_010906", "turns": [{"output": [], "input": 3}]}),
     ],
 )
-def test_wrong_types_and_misaligned_turns(store, tmp_path, target, document):
+def test_wrong_types_and_misaligned_turns(store, tmp_path, fixtures, name, document):
     before = snapshot(store)
-    kind, relative, companions = TARGETS[target]
+    kind, relative, companions = target(fixtures, name)
     folder = tmp_path / "case"
     for other in companions:
         (folder / other).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / other, folder / other)
+        shutil.copy(fixtures / other, folder / other)
     (folder / relative).parent.mkdir(parents=True, exist_ok=True)
     (folder / relative).write_text(json.dumps(document))
     paths = [folder / relative] if kind == "satisfaction" else [folder / relative.split("/")[0]]
@@ -297,25 +319,25 @@ def test_random_vote_files_import_nothing(store, tmp_path, data):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=200) | st.text(max_size=200).map(lambda t: ("item,question,value\n" + t).encode()))
-def test_random_gold_files_are_refused_cleanly(store, tmp_path, data):
+def test_random_gold_files_are_refused_cleanly(store, tmp_path, fixtures, data):
     gold = tmp_path / "gold.csv"
     gold.write_bytes(data)
     before = snapshot(store)
     try:
         with write_session(store) as session:
-            create_study(session, f"gold-{next(NAMES)}", "satisfaction", [FIXTURES / "fga_human_eval"], gold_path=gold)
+            create_study(session, f"gold-{next(NAMES)}", "satisfaction", [fixtures / "fga_human_eval"], gold_path=gold)
     except ValueError as refused:
         assert str(refused).strip() and str(gold) in str(refused)
         assert snapshot(store) == before
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
-def test_harmless_changes_give_the_same_dialogues(store, tmp_path, target):
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_harmless_changes_give_the_same_dialogues(store, tmp_path, fixtures, name):
     """Re-indented JSON, or trailing blanks on text lines: the study holds exactly the original's items."""
-    original = (FIXTURES / TARGETS[target][1]).read_bytes()
+    original = (fixtures / target(fixtures, name)[1]).read_bytes()
     try:
         harmless = json.dumps(json.loads(original), indent=3).encode()
     except ValueError:
         harmless = b"\n".join(line + b"   " for line in original.splitlines()) + b"\n"
     assert harmless != original and _same_content(original, harmless)
-    assert attempt_import(store, tmp_path, target, harmless)  # imported, with the same items as the original's
+    assert attempt_import(store, tmp_path, fixtures, name, harmless)  # imported, with the same items as the original's

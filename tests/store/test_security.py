@@ -19,15 +19,15 @@ from annotate.db import read_session, write_session
 from annotate.models import Annotator, Item, LoginSession, VoteEvent, utcnow
 from annotate.sessions import MAX_FAILURES, LoginRefused, log_in, log_out, session_user
 from annotate.study_data import study_votes
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
 from tests.store_helpers import make_study
 
 HOSTILE_NAME = "x'); DROP TABLE vote_events;--"
 
 
 @pytest.fixture
-def people(engine):
-    study, _ = make_study(engine, FIXTURES, annotators=0, overlap=2)
+def people(fixtures, engine):
+    study, _ = make_study(engine, fixtures, annotators=0, overlap=2)
     with write_session(engine) as session:
         for name, role in (("admin", "admin"), ("ann1", "annotator"), ("ann2", "annotator"), (HOSTILE_NAME, "annotator")):
             add_annotator(session, name, f"{name}-password", role=role)

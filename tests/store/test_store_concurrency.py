@@ -18,7 +18,7 @@ from annotate.db import is_sqlite, read_session, write_session
 from annotate.models import Assignment, Item, Study, VoteEvent
 from annotate.studies import create_study
 from annotate.votes import vote_rows
-from bench.corpus import build
+from bench.corpus import build, dialogue_file
 from tests.conftest import REPO
 from tests.store_workers import annotate_session, process_worker
 
@@ -29,7 +29,7 @@ def big_study(engine, tmp_path, n_dialogues: int, n_annotators: int):
     path = tmp_path / "corpus.json"
     path.write_text(json.dumps(build(n_dialogues)))
     with write_session(engine) as session:
-        study = create_study(session, "load", "satisfaction", [path], overlap=OVERLAP)
+        study = create_study(session, "load", "satisfaction", [path, dialogue_file(path)], overlap=OVERLAP)
         people = [add_annotator(session, f"load-{i:02d}") for i in range(n_annotators)]
     return study, people
 

@@ -16,7 +16,7 @@ from annotate import assignment, votes
 from annotate.auth import add_annotator
 from annotate.db import write_session
 from annotate.studies import create_study
-from bench.corpus import build
+from bench.corpus import build, dialogue_file
 
 MAX_STATEMENTS = 14  # vote (4) + next item (<= 10): see annotate.assignment / annotate.votes
 SESSION_STATEMENTS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")  # the session's own, not the judgement's
@@ -26,7 +26,7 @@ def _study(engine, tmp_path, n_items):
     corpus = tmp_path / f"corpus{n_items}.json"
     corpus.write_text(json.dumps(build(n_items)))
     with write_session(engine) as session:
-        study = create_study(session, f"s{n_items}", "satisfaction", [corpus], overlap=3)
+        study = create_study(session, f"s{n_items}", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
         people = [add_annotator(session, f"w{n_items}-{i}") for i in range(3)]
     return study, people
 

@@ -7,8 +7,6 @@ import pytest
 
 from metrics import adaptive
 
-pytestmark = pytest.mark.unit
-
 
 def _population(n=2000, seed=0):
     rng = np.random.default_rng(seed)
@@ -18,6 +16,7 @@ def _population(n=2000, seed=0):
     return jga, fga, quality
 
 
+@pytest.mark.slow
 def test_equal_probabilities_give_the_ordinary_estimates():
     rng = np.random.default_rng(1)
     a, b, y = rng.random(50), rng.random(50), rng.random(50)
@@ -68,6 +67,7 @@ def test_a_dialogue_is_settled_when_its_votes_agree():
     assert adaptive.projected_judgements(300, 0.4, 0.2) == 1200
 
 
+@pytest.mark.slow
 def test_the_design_table_answers_the_studys_question_first():
     """An adaptive study asks one question (r(FGA_λ) − r(JGA), or λ*): its row leads the Design table,
     named as the question, before the other 45-odd estimates."""

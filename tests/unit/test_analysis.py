@@ -124,6 +124,7 @@ def test_annotator_rows_and_gold():
     assert by_name["a"]["gold_accuracy"] == 0.5 and by_name["a"]["n_gold"] == 2
 
 
+@pytest.mark.slow
 def test_bootstrap_ci_brackets_the_estimate():
     rows = [(f"i{u}", f"a{a}", "q", str(int((u * 7 + a * (u % 3 == 0)) % 2))) for u in range(60) for a in range(3)]
     report = agreement_all(votes_from_rows(rows), resamples=300, seed=1)["questions"]["q"]
@@ -204,6 +205,7 @@ def corpus(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_calibration_recovers_a_known_lambda(corpus):
     stats = extract(load_dialogues([corpus]))
     terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
@@ -222,6 +224,7 @@ def test_calibration_recovers_a_known_lambda(corpus):
     assert result["forgetting"]["turns_to_forget"] == pytest.approx(-math.log(0.05) / result["best_lambda"])
 
 
+@pytest.mark.slow
 def test_calibration_with_jga_like_ratings_lands_on_the_lower_bound(corpus):
     stats = extract(load_dialogues([corpus]))
     terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
@@ -262,6 +265,7 @@ def ratings_csv(corpus, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_agreement_cli_contract(ratings_csv):
     result = run("agreement", str(ratings_csv), "--json", "--bootstrap", "100")
     assert result.returncode == 0, result.stderr
@@ -276,6 +280,7 @@ def test_agreement_cli_contract(ratings_csv):
     assert "Krippendorff's alpha" in text.stdout and text.returncode == 0
 
 
+@pytest.mark.slow
 def test_correlate_cli_contract(ratings_csv, corpus):
     result = run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "200", "--json", str(corpus))
     assert result.returncode == 0, result.stderr
@@ -295,6 +300,7 @@ def test_correlate_cli_contract(ratings_csv, corpus):
     assert pairs["n_ratings"] == 900 and pairs["metrics"][0]["bootstrap_ci"] is None
 
 
+@pytest.mark.slow
 def test_calibrate_cli_contract_and_plot(ratings_csv, corpus, tmp_path):
     plot = tmp_path / "r_lambda.png"
     result = run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:10:101", "--bootstrap", "100", "--folds", "4",
@@ -321,6 +327,7 @@ def test_calibrate_cli_contract_and_plot(ratings_csv, corpus, tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and plot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_cli_errors_are_one_line(ratings_csv, corpus, tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("item,annotator,question,value\nd1,a,q,1\nd2,,q,1\n")
@@ -343,6 +350,7 @@ def test_cli_errors_are_one_line(ratings_csv, corpus, tmp_path):
     assert result.returncode == 2 and "grid" in result.stderr
 
 
+@pytest.mark.slow
 def test_one_presentation_for_the_cli_the_report_and_the_page(ratings_csv, corpus):
     """The CLI's text is the metrics.present tables of its own JSON, which the report and the page lay out too."""
     from metrics import present

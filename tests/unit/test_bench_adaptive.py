@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.slow  # a subprocess running a small simulation
 
 
 def test_the_adaptive_bench_prints_its_contract():

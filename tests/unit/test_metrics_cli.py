@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slow  # each test runs python -m metrics in a subprocess
+
 CORPUS_KEYS = {"turns", "exact_matches", "turn_matches", "jga", "sa", "aga", "rsa", "f1", "fga"}
 
 

@@ -31,6 +31,7 @@ def dialogues(draw, max_dialogues: int = 4):
     return result
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(dialogues(), st.sampled_from([0.1, 0.5, 1.0, 3.0]))
 def test_vectorised_equals_loop(ds, lam):
@@ -49,6 +50,7 @@ def test_vectorised_equals_loop(ds, lam):
         assert value == pytest.approx(sum(weights) / len(weights))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(dialogues())
 def test_fga_limits_and_monotone(ds):
@@ -68,6 +70,7 @@ def test_fga_limits_and_monotone(ds):
     assert np.all((fga >= 0) & (fga <= 1))
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(STATES)
 def test_empty_gold_and_prediction_f1_is_one(s):

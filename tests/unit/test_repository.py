@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_one_timeout_constant():
     import inspect
@@ -57,6 +59,7 @@ def test_page_scripts_are_ours_alone():
     assert "HttpOnly" in (REPO / "README.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
     """pip install . (here into a target folder, with the dependencies already present) gives packages
     that work from anywhere: python -m metrics score, and the store's migrations are in the package."""

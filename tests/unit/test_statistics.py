@@ -59,6 +59,7 @@ def test_pairs_mode_counts_dialogues_not_votes():
     assert "dialogues" in " ".join(report["notes"])
 
 
+@pytest.mark.slow
 def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings_csv, corpus):  # noqa: F811
     result = run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0", "--json", str(corpus))
     data = json.loads(result.stdout)
@@ -128,6 +129,7 @@ def test_the_ceiling_recovers_a_known_reliability_in_simulation():
     assert abs(ceiling["r_max"] - math.sqrt(0.8)) < 0.03
 
 
+@pytest.mark.slow
 def test_bootstrap_0_says_that_no_interval_was_computed(ratings_csv, corpus):  # noqa: F811
     """Issue 15, item 6: with --bootstrap 0 every command's notes say no CI was computed."""
     agreement = json.loads(run("agreement", str(ratings_csv), "--bootstrap", "0", "--json").stdout)
@@ -155,6 +157,7 @@ def simulated_power(r_a, r_b, r_ab, n, replicates, rng) -> float:
     return hits / replicates
 
 
+@pytest.mark.slow
 def test_the_planned_n_is_within_ten_percent_of_a_simulation_of_the_test():
     """The issue's case (r 0.4 vs 0.3, metrics correlated 0.8): power about 0.4 at 100 dialogues, and the
     planned n for 80% power lies where simulated power crosses 0.8 (power below it at 0.9 n, above at 1.1 n)."""
@@ -168,6 +171,7 @@ def test_the_planned_n_is_within_ten_percent_of_a_simulation_of_the_test():
     )
 
 
+@pytest.mark.slow
 def test_plan_cli_contract_pilot_and_budget(ratings_csv, corpus):  # noqa: F811
     result = run("plan", "--r-a", "0.4", "--r-b", "0.3", "--r-ab", "0.8", "--json")
     assert result.returncode == 0, result.stderr
@@ -205,6 +209,7 @@ def test_numeric_answers_compare_as_numbers():
 # --- item 7: automatic judges against humans ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_judges_against_the_human_majority(tmp_path):
     """Three humans per item; judge 'copycat' answers the majority, 'contrarian' its opposite, and a judge's
     labels never enter the human majority (a tie stays a tie)."""
@@ -366,6 +371,7 @@ def test_fixed_tie_policy_settles_only_ties_that_include_its_label():
     assert majority_labels(unit_table(votes), "fixed:1.0").labels == ["1", None, "3"]  # numbers as numbers
 
 
+@pytest.mark.slow
 def test_lambda_star_upper_interval_is_open_when_refits_reach_the_grid_end(corpus):  # noqa: F811
     """Ratings that follow turn-level matching (λ → ∞): most refits end at the grid's last λ."""
     from formats import load_dialogues
@@ -437,6 +443,7 @@ def test_bca_is_the_percentile_interval_when_there_is_no_bias_or_skew():
     assert shifted[0] > np.percentile(boot, 2.5) and shifted[1] > np.percentile(boot, 97.5)
 
 
+@pytest.mark.slow
 def test_resample_options_on_the_cli(ratings_csv, corpus):  # noqa: F811
     two = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5", "--bootstrap", "100",
                          "--resample", "dialogues+annotators", "--json", str(corpus)).stdout)  # fmt: skip
@@ -450,6 +457,7 @@ def test_resample_options_on_the_cli(ratings_csv, corpus):  # noqa: F811
     assert refused.returncode == 2 and "mean or pairs" in refused.stderr
 
 
+@pytest.mark.slow
 def test_a_simulated_study_with_known_truth_is_recovered_within_its_intervals():
     """300 dialogues, 3 votes each; every stated interval holds its true value (one study, a fixed seed:
     the coverage over many studies is bench/bench_coverage.py's job)."""
@@ -472,6 +480,7 @@ def test_a_simulated_study_with_known_truth_is_recovered_within_its_intervals():
     assert ceiling["ci"][0] <= math.sqrt(1 / (1 + 1 / 3)) <= ceiling["ci"][1]  # reliability of the mean of 3: 0.75
 
 
+@pytest.mark.slow
 def test_systems_cli(fixtures, tmp_path):
     """Three systems: the shared FGA predictions, and copies with ever more predicted slots dropped."""
     import csv as csv_module

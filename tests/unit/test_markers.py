@@ -1,0 +1,80 @@
+"""The layer markers (tests/conftest.py): each test folder is a marker, and a test marked ``slow`` gets
+none, so ``pytest -m unit`` stays the quick loop while plain ``pytest`` (scripts/test.sh) still runs the
+slow checks (issue 24, item 9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import REPO, pytest_collection_modifyitems
+
+
+class Item:
+    """What the collection hook reads of a pytest item: its path and its marks."""
+
+    def __init__(self, relative: str, *marks: str):
+        self.path = REPO / relative
+        self.marks = set(marks)
+
+    def get_closest_marker(self, name: str):
+        return getattr(pytest.mark, name) if name in self.marks else None
+
+    def add_marker(self, mark) -> None:
+        self.marks.add(mark.name)
+
+
+def test_folders_are_markers_and_slow_tests_leave_the_layer(pytestconfig):
+    items = [
+        Item("tests/unit/test_x.py"),
+        Item("tests/unit/test_x.py", "slow"),
+        Item("tests/store/test_x.py"),
+        Item("tests/store/test_x.py", "browser"),
+        Item("metrics/scores.py"),  # a doctest
+    ]
+    pytest_collection_modifyitems(None, items)
+    assert [item.marks for item in items] == [{"unit"}, {"slow"}, {"store"}, {"browser"}, {"unit"}]
+    assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))  # registered for --strict-markers
+
+
+class Config:
+    """What the collection hooks read of pytest's config: the -m expression."""
+
+    def __init__(self, markexpr: str):
+        self.markexpr = markexpr
+
+    def getoption(self, name: str, default=None):
+        return self.markexpr if name == "markexpr" else default
+
+
+@pytest.mark.parametrize(
+    "markexpr, skipped",
+    [
+        ("unit", True),
+        ("unit and not slow", True),
+        ("(unit)", True),
+        ("", False),
+        ("not browser and not scaleout", False),
+        ("unit or store", False),
+        ("not unit", False),
+        ("slow", False),
+        ("unit or slow", False),
+        ("unit or parametrize", False),  # a mark of pytest's own could be on any test: collect everything
+        ("unit and timeout(seconds=5)", False),  # keyword matching: not judged here, collect everything
+    ],
+)
+def test_only_the_unit_layer_collects_only_the_unit_folder(markexpr, skipped):
+    """``unit`` comes only from the folder (no test elsewhere is marked unit by hand), so an expression that
+    needs it leaves tests/store, app, browser and scaleout uncollected: their imports cost seconds."""
+    from tests.conftest import pytest_ignore_collect
+
+    others = [REPO / "tests" / folder for folder in ("store", "app", "browser", "scaleout")]
+    assert [pytest_ignore_collect(path, Config(markexpr)) for path in others] == [skipped or None] * 4
+    for kept in (REPO / "tests" / "unit", REPO / "tests" / "unit" / "test_markers.py", REPO / "metrics", REPO / "tests" / "golden"):
+        assert pytest_ignore_collect(kept, Config(markexpr)) is None
+
+
+def test_no_test_outside_the_unit_folder_is_marked_unit_by_hand():
+    """What skipping those folders under ``-m unit`` relies on."""
+    marked = [path.relative_to(REPO).as_posix() for folder in ("store", "app", "browser", "scaleout")
+              for path in sorted((REPO / "tests" / folder).rglob("*.py")) if "mark.unit" in path.read_text(encoding="utf-8")]  # fmt: skip
+    assert marked == []
