@@ -99,7 +99,7 @@ def vote(
     judgement is complete and the tab moves on.  Refusals other than a reassigned item
     (``PermissionDenied``, ``ValueError``) propagate for the page to show."""
     state.pop(PRESSED, None)
-    state[PENDING] = Pending(study_id, item_id, dict(answers), utcnow())
+    state[PENDING] = Pending(study_id, item_id, dict(answers), utcnow(), done)
     try:
         service.submit(engine, user, item_id, answers, comment=comment, seconds=seconds)
     except Reassigned as err:
@@ -129,6 +129,7 @@ class Pending:
     item_id: int
     answers: dict[str, str]
     sent_at: datetime
+    done: bool = True  # the judgement was complete: once stored, the tab moves on
 
 
 PRESSED = "answer-pressed"  # an answer button was pressed in this run (the item id): not yet sent
@@ -175,6 +176,8 @@ def settle(engine: Engine, user: Annotator, state: MutableMapping) -> Outcome | 
     stored = service.answers_since(engine, user, pending.item_id, pending.sent_at)
     if all(stored.get(question) == value for question, value in pending.answers.items()):
         state[LAST_SAVED] = pending.item_id
+        if pending.done:
+            leave(state, pending.study_id, pending.item_id)
         return Outcome(True, "The database is back. Your last answer was saved.")
     return Outcome(False, "The database is back. Your last answer was not saved: please answer this item again.")
 

@@ -160,6 +160,13 @@ def _throttle_wait(session, name: str, bucket: str, known: bool, now: datetime) 
     return wait
 
 
+def _lock_name(session, name: str) -> None:
+    """Serialise the write phase of logins to one name: on PostgreSQL a transaction-scoped advisory lock
+    (the name may have no row to lock: a guess); SQLite's writers are one at a time already."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtext("dst-judge-login:" + name))))
+
+
 def _refuse_wait(wait: float) -> LoginRefused:
     return LoginRefused(f"too many failed logins for this name; try again in {int(-(-wait // 1))} s")
 
@@ -193,6 +200,7 @@ def log_in(
         annotator = authenticate(session, name, password)
     token = None
     with write_session(engine) as session:
+        _lock_name(session, name)  # parallel attempts on one name re-check one after another
         wait = _throttle_wait(session, name, bucket, nonce is not None, now)
         if wait > 0:
             raise _refuse_wait(wait)

@@ -38,6 +38,9 @@ def render() -> None:
         study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}", key="study-choice")
     if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
         service.release_places(engine, user, keep_study=study.id)
+        for key in [k for k in st.session_state if isinstance(k, str) and k.startswith("screen-")]:
+            if key != screen.screen_key(study.id):  # their places went back: the next visit claims afresh
+                del st.session_state[key]
         st.session_state["annotating-study"] = study.id
     with st.sidebar.expander("Guideline", icon=":material/menu_book:"):  # beside the item, never pushing it down
         st.text(study.guideline or "No guideline was given for this study.")
@@ -169,7 +172,8 @@ def _closed(study: StudySummary, user) -> None:
     their last answer, and where to go on (a worker: the completion code; others: the next open study)."""
     pressed = st.session_state.pop(screen.PRESSED, None) is not None  # an answer key in this run, not sent
     screen.leave(st.session_state, study.id)
-    st.info(f"The study “{study.name}” has closed.", icon=":material/lock:")
+    st.info("This study has closed.", icon=":material/lock:")
+    st.text(study.name)  # an admin's text: never Markdown
     if st.session_state.pop(CLOSED_REFUSED, False) or pressed:
         st.warning("Your last answer was not stored: the study closed before it arrived.")
     elif screen.last_answer(st.session_state) == "saved":
@@ -181,7 +185,8 @@ def _closed(study: StudySummary, user) -> None:
     if not others:
         st.text("No other study is open for you now. Thank you!")
         return
-    st.button(f"Go on with {others[0].name}", type="primary", key=f"next-study-{study.id}",
+    st.text(f"Next open study: {others[0].name}")
+    st.button("Go on with the next open study", type="primary", key=f"next-study-{study.id}",
               on_click=_choose_study, args=(others[0],))  # fmt: skip
 
 

@@ -20,11 +20,12 @@ from annotate.db import reachable, unreachable
 from annotate.pages.context import app_engine
 
 RETRY_SECONDS = 3
-RECOVERED = "database-recovered"
 
 
 def shielded(body: Callable[[], None]) -> None:
-    screen.note_press(st.session_state)  # before anything reaches the database: was an answer key pressed?
+    # Before anything reaches the database: was an answer key pressed?  Both the app's run and the item
+    # fragment's run are shielded, as a press may start either (the second call finds nothing new).
+    screen.note_press(st.session_state)
     try:
         body()
     except Exception as err:  # Streamlit's own control flow (rerun, stop) is not an outage: re-raised
@@ -52,10 +53,5 @@ def unreachable_notice(err: BaseException) -> None:
 @st.fragment(run_every=RETRY_SECONDS)
 def _retry() -> None:
     if reachable(app_engine()):
-        st.session_state[RECOVERED] = True
         st.rerun()
 
-
-def recovered() -> bool:
-    """True once, on the first run after the database came back."""
-    return bool(st.session_state.pop(RECOVERED, False))

@@ -141,7 +141,7 @@ def test_an_archive_under_annotators_keeps_or_refuses_their_vote_and_says_so(ser
     no_error_box(ann, "the annotator's vote after the archive")
     assert votes_of(server.engine, "ann") == []
     screenshot(ann, "75-study-closed-under-annotator")
-    after_run(ann, lambda: ann.get_by_role("button", name="Go on with Other").click())
+    after_run(ann, lambda: ann.get_by_role("button", name="Go on with the next open study").click())
     ann.get_by_role("button", name="Satisfied (1)").wait_for()
     press(ann, "0")
     assert eventually(lambda: votes_of(server.engine, "ann")) == [("Other", "0")]

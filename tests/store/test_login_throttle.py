@@ -162,3 +162,25 @@ def test_device_tokens_are_bound_to_name_password_and_age(engine, victim):
     with write_session(engine) as session:
         set_password(session, VICTIM, "a-new-password")
     assert known_device(log_in(engine, VICTIM, "a-new-password", now=T0)[0], victim, T0) is None  # reset voids them
+
+
+def test_a_burst_of_parallel_guesses_gets_no_more_password_checks_than_one_after_another(engine, victim):
+    """Twenty wrong passwords at once from one client: each attempt's write phase re-checks the
+    throttle under a per-name lock (PostgreSQL: an advisory lock), so only the free failures and the
+    one that starts the delay are recorded; the rest are refused as waiting."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import func, select
+
+    from annotate.db import read_session
+    from annotate.models import LoginFailure
+
+    def guess(i):
+        return _attempt(engine, f"guess-{i}", "203.0.113.9", T0)
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        outcomes = list(pool.map(guess, range(20)))
+    with read_session(engine) as session:
+        recorded = session.scalar(select(func.count()).select_from(LoginFailure).where(LoginFailure.name == VICTIM))
+    assert recorded <= FREE_FAILURES + 1, (recorded, outcomes)
+    assert outcomes.count("wrong") == recorded
