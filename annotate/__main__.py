@@ -54,8 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
     add.add_argument("name")
     add.add_argument("--admin", action="store_true")
-    reset = annotator.add_parser("password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their "
-                                 "sessions and clears failed logins")  # fmt: skip
+    reset = annotator.add_parser(
+        "password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their sessions and clears failed logins"
+    )
     reset.add_argument("name")
     annotator.add_parser("list")
 
@@ -226,9 +227,19 @@ def study_create(engine, args) -> None:
     drafts = prepare_items(args.kind, args.paths, args.condition, args.sample, args.seed)  # before the write lock
     with write_session(engine) as session:
         study = create_study(
-            session, args.name, args.kind, args.paths, overlap=args.overlap, condition=args.condition, guideline=guideline,
-            sample=args.sample, seed=args.seed, gold_path=args.gold, timeout_minutes=args.timeout, drafts=drafts,
-        )  # fmt: skip
+            session,
+            args.name,
+            args.kind,
+            args.paths,
+            overlap=args.overlap,
+            condition=args.condition,
+            guideline=guideline,
+            sample=args.sample,
+            seed=args.seed,
+            gold_path=args.gold,
+            timeout_minutes=args.timeout,
+            drafts=drafts,
+        )
         n_items = len(study.items)
     print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
 
@@ -269,9 +280,16 @@ def study_members(engine, args) -> None:
         study = _study(session, args.name)
         current = membership.members(session, study.id)
         chosen = (
-            args.set if args.set else current + args.add if args.add
-            else [n for n in current if n not in args.remove] if args.remove else [] if args.open else None
-        )  # fmt: skip
+            args.set
+            if args.set
+            else current + args.add
+            if args.add
+            else [n for n in current if n not in args.remove]
+            if args.remove
+            else []
+            if args.open
+            else None
+        )
         if chosen is not None:
             unknown = [n for n in (args.remove or []) if n not in current]
             if unknown:
@@ -312,11 +330,22 @@ def study_design(engine, args) -> None:
     if args.policy:
         with write_session(engine) as session:
             study = assignment.lock_study(session, _study(session, args.name).id)
-            drawn = allocation.set_allocation(session, study, membership.CLI, policy=args.policy, question=args.question,
-                                              budget=args.budget, target_width=args.target_width, max_k=args.max_k,
-                                              lam=args.lam)  # fmt: skip
-        print(json.dumps(drawn) if args.json else f"{args.name}: {drawn['policy']}, {drawn['included']} of {drawn['items']} "
-              "items will be judged")  # fmt: skip
+            drawn = allocation.set_allocation(
+                session,
+                study,
+                membership.CLI,
+                policy=args.policy,
+                question=args.question,
+                budget=args.budget,
+                target_width=args.target_width,
+                max_k=args.max_k,
+                lam=args.lam,
+            )
+        print(
+            json.dumps(drawn)
+            if args.json
+            else f"{args.name}: {drawn['policy']}, {drawn['included']} of {drawn['items']} items will be judged"
+        )
         return
     data = load_study(engine, args.name)
     with read_session(engine) as session:
@@ -339,9 +368,12 @@ def study_archive(engine, args) -> None:
         membership.change(session, study, membership.CLI, "archived", archive)
         if archive:  # the places people hold go back at once
             assignment.release_study(session, study.id)
-    said = {(True, True): "archived (hidden from annotators)", (True, False): "already archived (nothing changed)",
-            (False, True): "unarchived (open to annotators again)",
-            (False, False): "already open (not archived; nothing changed)"}  # fmt: skip
+    said = {
+        (True, True): "archived (hidden from annotators)",
+        (True, False): "already archived (nothing changed)",
+        (False, True): "unarchived (open to annotators again)",
+        (False, False): "already open (not archived; nothing changed)",
+    }
     print(f"{args.name}: {said[(archive, changed)]}")
 
 

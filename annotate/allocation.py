@@ -39,8 +39,15 @@ MAIN_QUESTION = "satisfied"
 def design_of(settings: dict | None) -> dict:
     """The study's allocation settings, defaults filled in."""
     chosen = dict((settings or {}).get("allocation") or {})
-    return {"policy": "uniform", "question": "fga_vs_jga", "lambda": 0.5, "budget": None, "target_width": None,
-            "max_k": None, **chosen}  # fmt: skip
+    return {
+        "policy": "uniform",
+        "question": "fga_vs_jga",
+        "lambda": 0.5,
+        "budget": None,
+        "target_width": None,
+        "max_k": None,
+        **chosen,
+    }
 
 
 def _scores(study: Study, items: list[Item], question: str, lam: float) -> dict[int, float]:
@@ -65,9 +72,18 @@ def _scores(study: Study, items: list[Item], question: str, lam: float) -> dict[
     return scores
 
 
-def set_allocation(session: Session, study: Study, by: Annotator | str, *, policy: str, question: str = "fga_vs_jga",
-                   budget: int | None = None, target_width: float | None = None, max_k: int | None = None,
-                   lam: float = 0.5) -> dict:  # fmt: skip
+def set_allocation(
+    session: Session,
+    study: Study,
+    by: Annotator | str,
+    *,
+    policy: str,
+    question: str = "fga_vs_jga",
+    budget: int | None = None,
+    target_width: float | None = None,
+    max_k: int | None = None,
+    lam: float = 0.5,
+) -> dict:
     """Choose the study's design (before any vote); returns what was drawn: {policy, items, included,
     expected_judgements}.  The study's row is locked (and read again) here, as every settings write does."""
     from annotate.membership import record
@@ -82,8 +98,9 @@ def set_allocation(session: Session, study: Study, by: Annotator | str, *, polic
         select(func.count(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study.id)
     )
     if voted:
-        raise StudyError("the design is chosen before the first vote (this study has votes): its probabilities must not "
-                         "depend on them")  # fmt: skip
+        raise StudyError(
+            "the design is chosen before the first vote (this study has votes): its probabilities must not depend on them"
+        )
     if budget is not None and budget < study.overlap:
         raise StudyError(f"a budget of {budget} judgements does not cover one dialogue ({study.overlap} votes)")
     if target_width is not None and not target_width > 0:
@@ -114,12 +131,24 @@ def set_allocation(session: Session, study: Study, by: Annotator | str, *, polic
         drawn.update(included=included, expected_dialogues=round(per_condition * len(conditions), 1))
     else:
         session.execute(update(Item).where(Item.study_id == study.id).values(pi=None, included=True))
-    chosen = {"policy": policy, "question": question, "lambda": lam, "budget": budget, "target_width": target_width,
-              "max_k": max_k}  # fmt: skip
+    chosen = {
+        "policy": policy,
+        "question": question,
+        "lambda": lam,
+        "budget": budget,
+        "target_width": target_width,
+        "max_k": max_k,
+    }
     old = design_of(study.settings)
     study.settings = {**(study.settings or {}), "allocation": chosen}
-    record(session, study.id, by, "allocation", _describe(old), _describe(chosen) + f"; {drawn['included']} of "
-           f"{drawn['items']} items judged")  # fmt: skip
+    record(
+        session,
+        study.id,
+        by,
+        "allocation",
+        _describe(old),
+        _describe(chosen) + f"; {drawn['included']} of {drawn['items']} items judged",
+    )
     return drawn
 
 
@@ -159,8 +188,11 @@ def after_judgement(session: Session, study_id: int, item_id: int) -> None:
     study = session.get(Study, study_id)
     if _grows(design, study.overlap):  # the item was locked by before_judgement
         item = session.get(Item, item_id)
-        latest = (select(func.max(VoteEvent.id)).where(VoteEvent.item_id == item_id, VoteEvent.question == MAIN_QUESTION)
-                  .group_by(VoteEvent.annotator_id))  # fmt: skip
+        latest = (
+            select(func.max(VoteEvent.id))
+            .where(VoteEvent.item_id == item_id, VoteEvent.question == MAIN_QUESTION)
+            .group_by(VoteEvent.annotator_id)
+        )
         values = [float(v) for v in session.scalars(select(VoteEvent.value).where(VoteEvent.id.in_(latest)))]
         capacity = study.overlap + item.extra_capacity
         if len(values) >= capacity and capacity < design["max_k"]:
@@ -199,8 +231,16 @@ def status(session: Session, study: Study, data=None, *, analysis: dict | None =
     those settings, as the command line does."""
     design = design_of(study.settings)
     spent = judgements_done(session, study.id)
-    result = {**design, "spent": spent, "closed": bool(study.archived), "width": None, "estimate": None, "ci": None,
-              "projected": None, "reached": False}  # fmt: skip
+    result = {
+        **design,
+        "spent": spent,
+        "closed": bool(study.archived),
+        "width": None,
+        "estimate": None,
+        "ci": None,
+        "projected": None,
+        "reached": False,
+    }
     if study.kind != "satisfaction":
         return result
     if analysis is None:
@@ -270,14 +310,17 @@ def allocation_line(status: dict) -> str:
     parts.append(f"{status['spent']}{budget} judgements spent")
     if status.get("width") is not None:
         # 3 decimals, as every r and interval in the app, the report and the command line (metrics.present)
-        parts.append(f"now {present.number(status['estimate'])} {present.interval(status['ci'])}, "
-                     f"width {present.number(status['width'])}")
+        parts.append(
+            f"now {present.number(status['estimate'])} {present.interval(status['ci'])}, width {present.number(status['width'])}"
+        )
     else:
         parts.append("no interval yet (votes on at least 3 dialogues needed)")
     if status.get("target_width"):
         projected = status.get("projected")
-        parts.append(f"target width {status['target_width']:g}: " + (f"about {projected} judgements in all" if projected
-                                                                        else "projection after the first interval"))  # fmt: skip
+        parts.append(
+            f"target width {status['target_width']:g}: "
+            + (f"about {projected} judgements in all" if projected else "projection after the first interval")
+        )
     if status.get("closed"):
         parts.append("the study is closed")
     return "; ".join(parts)

@@ -111,10 +111,11 @@ _STUDY = select(Study.overlap, type_coerce(Study.settings, Text), type_coerce(St
 )
 _CURRENT = (
     select(Assignment.item_id, Assignment.assigned_at)
-    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
-           Assignment.status == ACTIVE)
+    .where(
+        Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"), Assignment.status == ACTIVE
+    )
     .order_by(Assignment.assigned_at)
-)  # fmt: skip
+)
 _EXPIRED_ANY = (
     select(Assignment.id)
     .where(Assignment.study_id == bindparam("study"), Assignment.status == ACTIVE, Assignment.assigned_at < bindparam("cutoff"))
@@ -124,28 +125,45 @@ _MINE = select(Assignment.item_id).where(
     Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"), Assignment.status != RECLAIMED
 )
 _SEEN = (
-    select(Item.condition, func.count()).join(Assignment, Assignment.item_id == Item.id)
-    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
-           Assignment.status != RECLAIMED)
+    select(Item.condition, func.count())
+    .join(Assignment, Assignment.item_id == Item.id)
+    .where(
+        Assignment.study_id == bindparam("study"),
+        Assignment.annotator_id == bindparam("annotator"),
+        Assignment.status != RECLAIMED,
+    )
     .group_by(Item.condition)
-)  # fmt: skip
+)
 _CANDIDATES = (
     select(Item.id, Item.key, Item.condition, Item.holders)
-    .where(Item.study_id == bindparam("study"), Item.condition == bindparam("condition"), Item.included == true(),
-           Item.holders < bindparam("overlap") + Item.extra_capacity, Item.id.not_in(_MINE))
-    .order_by(Item.holders, Item.position).limit(WINDOW)
-)  # fmt: skip
+    .where(
+        Item.study_id == bindparam("study"),
+        Item.condition == bindparam("condition"),
+        Item.included == true(),
+        Item.holders < bindparam("overlap") + Item.extra_capacity,
+        Item.id.not_in(_MINE),
+    )
+    .order_by(Item.holders, Item.position)
+    .limit(WINDOW)
+)
 _SKIPPED = (
-    select(Item.id, Item.key, Assignment.assigned_at).join(Assignment, Assignment.item_id == Item.id)
-    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"),
-           Assignment.status == SKIPPED, Item.holders < bindparam("overlap") + Item.extra_capacity)
+    select(Item.id, Item.key, Assignment.assigned_at)
+    .join(Assignment, Assignment.item_id == Item.id)
+    .where(
+        Assignment.study_id == bindparam("study"),
+        Assignment.annotator_id == bindparam("annotator"),
+        Assignment.status == SKIPPED,
+        Item.holders < bindparam("overlap") + Item.extra_capacity,
+    )
     .order_by(Assignment.assigned_at, Item.id)
-)  # fmt: skip
+)
 _LAST_KEY = (
-    select(Item.key).join(Assignment, Assignment.item_id == Item.id)
+    select(Item.key)
+    .join(Assignment, Assignment.item_id == Item.id)
     .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"))
-    .order_by(Assignment.assigned_at.desc(), Assignment.id.desc()).limit(1)
-)  # fmt: skip
+    .order_by(Assignment.assigned_at.desc(), Assignment.id.desc())
+    .limit(1)
+)
 _OPEN_ITEM = select(Item.id).where(Item.id == bindparam("item"), Item.holders < bindparam("overlap") + Item.extra_capacity)
 _OPEN_ITEM_SKIP, _OPEN_ITEM_WAIT = _OPEN_ITEM.with_for_update(skip_locked=True), _OPEN_ITEM.with_for_update()
 _TAKE_PLACE = (
@@ -162,9 +180,12 @@ def _upsert_place(dialect: str):
 
     insert_ = (sqlite if dialect == "sqlite" else postgresql).insert
     statement = insert_(Assignment).values(
-        study_id=bindparam("study"), item_id=bindparam("item"), annotator_id=bindparam("annotator"),
-        status=ACTIVE, assigned_at=bindparam("now"),
-    )  # fmt: skip
+        study_id=bindparam("study"),
+        item_id=bindparam("item"),
+        annotator_id=bindparam("annotator"),
+        status=ACTIVE,
+        assigned_at=bindparam("now"),
+    )
     return statement.on_conflict_do_update(
         index_elements=["item_id", "annotator_id"],
         set_={"status": ACTIVE, "assigned_at": statement.excluded.assigned_at, "completed_at": None},
@@ -400,13 +421,16 @@ def _time_per_item(session: Session, study_id: int) -> dict[str, dict]:
     import statistics
 
     first = (
-        select(func.min(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
-        .where(Item.study_id == study_id).group_by(VoteEvent.item_id, VoteEvent.annotator_id)
-    )  # fmt: skip
+        select(func.min(VoteEvent.id))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id)
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id)
+    )
     rows = session.execute(
-        select(Annotator.name, VoteEvent.seconds).join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        select(Annotator.name, VoteEvent.seconds)
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
         .where(VoteEvent.id.in_(first), VoteEvent.seconds.is_not(None))
-    ).all()  # fmt: skip
+    ).all()
     seconds: dict[str, list[float]] = {}
     for name, value in rows:
         seconds.setdefault(name, []).append(float(value))
@@ -426,14 +450,16 @@ def attention_checks(session: Session, study_id: int) -> dict[str, dict[str, int
     if not gold_items:
         return {}
     latest = (
-        select(func.max(VoteEvent.id)).where(VoteEvent.item_id.in_(list(gold_items)))
+        select(func.max(VoteEvent.id))
+        .where(VoteEvent.item_id.in_(list(gold_items)))
         .group_by(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.question)
-    )  # fmt: skip
+    )
     checks: dict[str, dict[str, int]] = {}
     for name, item_id, question, value in session.execute(
         select(Annotator.name, VoteEvent.item_id, VoteEvent.question, VoteEvent.value)
-        .join(Annotator, Annotator.id == VoteEvent.annotator_id).where(VoteEvent.id.in_(latest))
-    ):  # fmt: skip
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        .where(VoteEvent.id.in_(latest))
+    ):
         expected = (gold_items[item_id] or {}).get(question)
         if expected is not None:
             counts = checks.setdefault(name, {"checked": 0, "failed": 0})
@@ -453,8 +479,9 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> di
     """
     now = now or utcnow()
     study = session.get(Study, study_id)
-    every = session.execute(select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included)
-                            .where(Item.study_id == study_id)).all()  # fmt: skip
+    every = session.execute(
+        select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included).where(Item.study_id == study_id)
+    ).all()
     items = [row[:4] for row in every if row[4]]  # an adaptive design's left-out items are not to be judged
     done = session.execute(
         select(Assignment.item_id, Annotator.name)

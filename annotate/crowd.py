@@ -63,10 +63,12 @@ ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 PROLIFIC_PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
 PROLIFIC = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 REFUSAL = "This join link is not valid, or the study is closed. Please return to the study platform."
-NO_PLACES = ("This study has no places left for new workers: as many have joined as it needs. "
-             "Please return it on the study platform.")  # fmt: skip
-TOO_MANY = ("Too many new workers have joined from your network address in the last {minutes} minutes. "
-            "Please try again in a few minutes.")  # fmt: skip
+NO_PLACES = (
+    "This study has no places left for new workers: as many have joined as it needs. Please return it on the study platform."
+)
+TOO_MANY = (
+    "Too many new workers have joined from your network address in the last {minutes} minutes. Please try again in a few minutes."
+)
 JOINS_PER_CLIENT = int(os.environ.get("DST_JUDGE_JOINS_PER_CLIENT", "5"))
 JOIN_WINDOW = timedelta(minutes=10)
 
@@ -79,8 +81,7 @@ def settings_of(study: Study) -> dict:
     """The study's crowd settings: enabled, secret, quota, places (None: the study's need),
     completion_code, redirect_url."""
     stored = (study.settings or {}).get("crowd") or {}
-    return {"enabled": False, "secret": "", "quota": None, "places": None, "completion_code": "", "redirect_url": "",
-            **stored}  # fmt: skip
+    return {"enabled": False, "secret": "", "quota": None, "places": None, "completion_code": "", "redirect_url": "", **stored}
 
 
 def need(session: Session, study: Study, quota: int | None) -> int:
@@ -106,8 +107,16 @@ def check_redirect(url: str) -> str:
     return url
 
 
-def configure(study: Study, *, enabled: bool, quota: int | None, completion_code: str, redirect_url: str,
-              new_secret: bool = False, places: int | None = None) -> tuple[dict, dict]:  # fmt: skip
+def configure(
+    study: Study,
+    *,
+    enabled: bool,
+    quota: int | None,
+    completion_code: str,
+    redirect_url: str,
+    new_secret: bool = False,
+    places: int | None = None,
+) -> tuple[dict, dict]:
     """New crowd settings for the study (locked by the caller): (before, after), secrets included.
     ``places`` None: the study's need.  Raises ValueError on a bad quota, number of places, code or
     redirect URL (nothing changed)."""
@@ -161,8 +170,10 @@ def _platform_ids(params) -> tuple[str, str, str, str]:
 
     if value("PROLIFIC_PID"):
         if not PROLIFIC_PID_PATTERN.fullmatch(value("PROLIFIC_PID")):
-            raise JoinRefused("This link's Prolific id (PROLIFIC_PID) is not valid: a Prolific id is 24 hexadecimal "
-                              "characters. Please open the study from Prolific.")  # fmt: skip
+            raise JoinRefused(
+                "This link's Prolific id (PROLIFIC_PID) is not valid: a Prolific id is 24 hexadecimal "
+                "characters. Please open the study from Prolific."
+            )
         platform, ids = "prolific", (value("PROLIFIC_PID").lower(), value("STUDY_ID"), value("SESSION_ID"))
     elif value("worker"):
         platform, ids = "generic", (value("worker"), "", value("session"))
@@ -190,32 +201,46 @@ def join(session: Session, params, *, client: str = "", now: datetime | None = N
     study = _locked_study(session, int(study_text)) if study_text.isdigit() and len(study_text) < 10 else None
     crowd = settings_of(study) if study is not None else None
     if (
-        study is None or study.archived or not crowd["enabled"] or not crowd["secret"]
+        study is None
+        or study.archived
+        or not crowd["enabled"]
+        or not crowd["secret"]
         or not secrets.compare_digest(key.encode(), crowd["secret"].encode())
-    ):  # fmt: skip
+    ):
         raise JoinRefused(REFUSAL)
     platform, worker_id, platform_study, platform_session = _platform_ids(params)
     found = session.scalar(
-        select(CrowdWorker).where(CrowdWorker.study_id == study.id, CrowdWorker.platform == platform,
-                                  CrowdWorker.worker_id == worker_id)
-    )  # fmt: skip
+        select(CrowdWorker).where(
+            CrowdWorker.study_id == study.id, CrowdWorker.platform == platform, CrowdWorker.worker_id == worker_id
+        )
+    )
     if found is not None:
         return session.get(Annotator, found.annotator_id)
     joined = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
     if joined >= places(session, study):
         raise JoinRefused(NO_PLACES)
     from_client = session.scalar(
-        select(func.count()).select_from(CrowdWorker).where(CrowdWorker.client == client,
-                                                            CrowdWorker.joined_at > now - JOIN_WINDOW)
-    )  # fmt: skip
+        select(func.count())
+        .select_from(CrowdWorker)
+        .where(CrowdWorker.client == client, CrowdWorker.joined_at > now - JOIN_WINDOW)
+    )
     if from_client >= JOINS_PER_CLIENT:
         raise JoinRefused(TOO_MANY.format(minutes=int(JOIN_WINDOW.total_seconds() // 60)))
     annotator = Annotator(name=f"{platform}:{worker_id}@{study.id}", role=WORKER, password_hash=None)
     session.add(annotator)
     session.flush()
-    session.add(CrowdWorker(annotator_id=annotator.id, study_id=study.id, platform=platform, worker_id=worker_id,
-                            platform_study=platform_study, platform_session=platform_session, client=client,
-                            joined_at=now))  # fmt: skip
+    session.add(
+        CrowdWorker(
+            annotator_id=annotator.id,
+            study_id=study.id,
+            platform=platform,
+            worker_id=worker_id,
+            platform_study=platform_study,
+            platform_session=platform_session,
+            client=client,
+            joined_at=now,
+        )
+    )
     session.flush()
     return annotator
 
@@ -229,9 +254,16 @@ def join_stats(session: Session, study: Study, now: datetime | None = None) -> d
     within = lambda seconds: sum(1 for t in times if t > now - timedelta(seconds=seconds))  # noqa: E731
     series = [sum(1 for t in times if now - timedelta(minutes=m + 1) < t <= now - timedelta(minutes=m)) for m in range(10)]
     total = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
-    return {"joined": int(total or 0), "places": places(session, study), "places_default": not settings_of(study)["places"],
-            "last_minute": within(60), "last_10_minutes": within(600), "last_hour": len(times),
-            "per_minute": within(600) / 10, "per_minute_series": series[::-1]}  # fmt: skip
+    return {
+        "joined": int(total or 0),
+        "places": places(session, study),
+        "places_default": not settings_of(study)["places"],
+        "last_minute": within(60),
+        "last_10_minutes": within(600),
+        "last_hour": len(times),
+        "per_minute": within(600) / 10,
+        "per_minute_series": series[::-1],
+    }
 
 
 def worker_row(session: Session, annotator: Annotator) -> CrowdWorker | None:
@@ -250,10 +282,12 @@ def open_study(session: Session, annotator: Annotator) -> set[int]:
 def done_count(session: Session, annotator: Annotator, study_id: int) -> int:
     return int(
         session.scalar(
-            select(func.count()).select_from(Assignment)
+            select(func.count())
+            .select_from(Assignment)
             .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == "done")
-        ) or 0
-    )  # fmt: skip
+        )
+        or 0
+    )
 
 
 def quota_reached(session: Session, annotator: Annotator, study_id: int) -> bool:
@@ -274,8 +308,8 @@ def status(session: Session, annotator: Annotator, *, out_of_items: bool = False
         raise ValueError("not a crowd worker")
     crowd = settings_of(session.get(Study, row.study_id))
     done = done_count(session, annotator, row.study_id)
-    finished = row.completed_at is not None or (crowd["quota"] is not None and done >= crowd["quota"]) or (
-        out_of_items and done > 0
+    finished = (
+        row.completed_at is not None or (crowd["quota"] is not None and done >= crowd["quota"]) or (out_of_items and done > 0)
     )
     if finished and row.completed_at is None:
         row.completed_at = utcnow()
@@ -295,8 +329,9 @@ def display_names(session: Session, study_id: int) -> dict[str, str]:
     """Internal name -> what exports and reports show (``<platform>:<worker id>``) for the study's workers."""
     rows = session.execute(
         select(Annotator.name, CrowdWorker.platform, CrowdWorker.worker_id)
-        .join(CrowdWorker, CrowdWorker.annotator_id == Annotator.id).where(CrowdWorker.study_id == study_id)
-    )  # fmt: skip
+        .join(CrowdWorker, CrowdWorker.annotator_id == Annotator.id)
+        .where(CrowdWorker.study_id == study_id)
+    )
     return {name: f"{platform}:{worker_id}" for name, platform, worker_id in rows}
 
 
@@ -305,17 +340,27 @@ def workers(session: Session, study_id: int, attention: dict[str, dict]) -> list
     name -> checked, failed) and ``flagged`` when any check failed."""
     quota = settings_of(session.get(Study, study_id))["quota"]
     rows = session.execute(
-        select(CrowdWorker, Annotator).join(Annotator, Annotator.id == CrowdWorker.annotator_id)
-        .where(CrowdWorker.study_id == study_id).order_by(CrowdWorker.joined_at, CrowdWorker.annotator_id)
-    ).all()  # fmt: skip
+        select(CrowdWorker, Annotator)
+        .join(Annotator, Annotator.id == CrowdWorker.annotator_id)
+        .where(CrowdWorker.study_id == study_id)
+        .order_by(CrowdWorker.joined_at, CrowdWorker.annotator_id)
+    ).all()
     report = []
     for row, annotator in rows:
         done = done_count(session, annotator, study_id)
         checks = attention.get(f"{row.platform}:{row.worker_id}", {"checked": 0, "failed": 0})
-        report.append({
-            "platform": row.platform, "worker_id": row.worker_id, "platform_study": row.platform_study,
-            "platform_session": row.platform_session, "joined": row.joined_at.isoformat(timespec="seconds"),
-            "done": done, "finished": row.completed_at is not None or (quota is not None and done >= quota),
-            "gold_checked": checks["checked"], "gold_failed": checks["failed"], "flagged": checks["failed"] > 0,
-        })  # fmt: skip
+        report.append(
+            {
+                "platform": row.platform,
+                "worker_id": row.worker_id,
+                "platform_study": row.platform_study,
+                "platform_session": row.platform_session,
+                "joined": row.joined_at.isoformat(timespec="seconds"),
+                "done": done,
+                "finished": row.completed_at is not None or (quota is not None and done >= quota),
+                "gold_checked": checks["checked"],
+                "gold_failed": checks["failed"],
+                "flagged": checks["failed"] > 0,
+            }
+        )
     return report

@@ -51,16 +51,24 @@ def make_engine(url: str | None = None, *, pool_size: int = 10) -> Engine:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(
-            url, pool_size=pool_size, max_overflow=pool_size * 4, pool_timeout=120, pool_use_lifo=True,
+            url,
+            pool_size=pool_size,
+            max_overflow=pool_size * 4,
+            pool_timeout=120,
+            pool_use_lifo=True,
             connect_args={"check_same_thread": False},
-        )  # fmt: skip
+        )
         _configure_sqlite(engine)
         return engine
     limits = server_timeouts()
     return create_engine(
-        url, pool_size=pool_size, max_overflow=pool_size * 4, pool_timeout=limits.pool, pool_pre_ping=True,
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size * 4,
+        pool_timeout=limits.pool,
+        pool_pre_ping=True,
         connect_args=limits.connect_args(),
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,13 @@ class ServerTimeouts:
         if self.statement:
             args["options"] = f"-c statement_timeout={round(self.statement * 1000)}"
         if self.network:
-            args.update(keepalives=1, keepalives_idle=max(1, round(self.network / 3)),
-                        keepalives_interval=max(1, round(self.network / 6)), keepalives_count=3,
-                        tcp_user_timeout=round(self.network * 1000))  # fmt: skip
+            args.update(
+                keepalives=1,
+                keepalives_idle=max(1, round(self.network / 3)),
+                keepalives_interval=max(1, round(self.network / 6)),
+                keepalives_count=3,
+                tcp_user_timeout=round(self.network * 1000),
+            )
         return args
 
 

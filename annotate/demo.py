@@ -17,8 +17,12 @@ from pathlib import Path
 from sqlalchemy import Engine, func, select
 
 REPO = Path(__file__).resolve().parent.parent
-DEMO_ACCOUNTS = (("admin", "demo-admin-pw", "admin"), ("ann1", "demo-ann1-pw", "annotator"),
-                 ("ann2", "demo-ann2-pw", "annotator"), ("ann3", "demo-ann3-pw", "annotator"))  # fmt: skip
+DEMO_ACCOUNTS = (
+    ("admin", "demo-admin-pw", "admin"),
+    ("ann1", "demo-ann1-pw", "annotator"),
+    ("ann2", "demo-ann2-pw", "annotator"),
+    ("ann3", "demo-ann3-pw", "annotator"),
+)
 DEMO_STUDIES = ("Demo: dialogue satisfaction", "Demo: CoCo turns", "Demo: DSTC2 SLU labels")
 
 
@@ -72,8 +76,10 @@ def missing_fixtures_message(fixtures: Path) -> str:
     return f"No demo data at {fixtures} (set DST_JUDGE_FIXTURES to the shared fixtures folder); starting without the demo."
 
 
-BEHIND_PROXY = ("a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY), so the demo and "
-                "its published passwords are not made; set DST_JUDGE_DEMO=0 and create an admin")  # fmt: skip
+BEHIND_PROXY = (
+    "a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY), so the demo and "
+    "its published passwords are not made; set DST_JUDGE_DEMO=0 and create an admin"
+)
 
 
 def _behind_proxy() -> bool:
@@ -93,8 +99,9 @@ def demo_pending(engine: Engine) -> bool:
     if os.environ.get("DST_JUDGE_DEMO", "1") == "0" or not fixtures_dir().is_dir():
         return False
     with read_session(engine) as session:
-        return not (session.scalar(select(func.count()).select_from(Annotator))
-                    or session.scalar(select(func.count()).select_from(Study)))  # fmt: skip
+        return not (
+            session.scalar(select(func.count()).select_from(Annotator)) or session.scalar(select(func.count()).select_from(Study))
+        )
 
 
 def demo_passwords_in_use(engine: Engine) -> list[str]:
@@ -104,8 +111,11 @@ def demo_passwords_in_use(engine: Engine) -> list[str]:
 
     with read_session(engine) as session:
         people = {name: (password, find_annotator(session, name)) for name, password, _ in DEMO_ACCOUNTS}
-        return [name for name, (password, person) in people.items()
-                if person is not None and password_matches(password, person.password_hash)]  # fmt: skip
+        return [
+            name
+            for name, (password, person) in people.items()
+            if person is not None and password_matches(password, person.password_hash)
+        ]
 
 
 def demo_refusal(engine: Engine) -> str | None:
@@ -114,13 +124,17 @@ def demo_refusal(engine: Engine) -> str | None:
     if not _behind_proxy():
         return None
     if demo_pending(engine):
-        return ("a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY) and this empty database "
-                "would get the demo, whose passwords are published: set DST_JUDGE_DEMO=0 and create an admin with "
-                f"{FIRST_ADMIN}")  # fmt: skip
+        return (
+            "a reverse proxy is configured (DST_JUDGE_TRUSTED_PROXIES / DST_JUDGE_TRUST_PROXY) and this empty database "
+            "would get the demo, whose passwords are published: set DST_JUDGE_DEMO=0 and create an admin with "
+            f"{FIRST_ADMIN}"
+        )
     in_use = demo_passwords_in_use(engine)
     if in_use:
-        return (f"a reverse proxy is configured and the demo account(s) {', '.join(in_use)} still have their published "
-                "password: change them (python -m annotate annotator password NAME) before serving behind a proxy")  # fmt: skip
+        return (
+            f"a reverse proxy is configured and the demo account(s) {', '.join(in_use)} still have their published "
+            "password: change them (python -m annotate annotator password NAME) before serving behind a proxy"
+        )
     return None
 
 
@@ -147,8 +161,10 @@ def setup_hint(engine: Engine) -> str | None:
         why = missing_fixtures_message(fixtures_dir())
     else:
         why = "The database already held data, so no demo was made."
-    return (f"{why}\nThere is no admin account yet. Create the first one in a terminal, on the same database "
-            f"(DST_JUDGE_DB), then log in here:\n\n    {FIRST_ADMIN}")  # fmt: skip
+    return (
+        f"{why}\nThere is no admin account yet. Create the first one in a terminal, on the same database "
+        f"(DST_JUDGE_DB), then log in here:\n\n    {FIRST_ADMIN}"
+    )
 
 
 def demo_accounts_active(engine: Engine) -> bool:

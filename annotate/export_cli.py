@@ -38,10 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--folds", type=int, default=DEFAULTS.folds)
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
     parser.add_argument("--adjust", default=DEFAULTS.adjust, choices=("holm", "bh", "none"), help="p-value adjustment")
-    parser.add_argument("--weights", default=DEFAULTS.weights, choices=("none", "linear", "quadratic"),
-                        help="agreement weights for Cohen's kappa and Gwet's AC2")
-    parser.add_argument("--resample", default=DEFAULTS.resample, choices=("dialogues", "dialogues+annotators"),
-                        help="bootstrap unit for correlation and calibration")
+    parser.add_argument(
+        "--weights",
+        default=DEFAULTS.weights,
+        choices=("none", "linear", "quadratic"),
+        help="agreement weights for Cohen's kappa and Gwet's AC2",
+    )
+    parser.add_argument(
+        "--resample",
+        default=DEFAULTS.resample,
+        choices=("dialogues", "dialogues+annotators"),
+        help="bootstrap unit for correlation and calibration",
+    )
     parser.add_argument("--list", action="store_true", help="list the formats")
     return parser
 
@@ -66,8 +74,19 @@ def run(args) -> int:
         raise ValueError("give a study name and --format (python -m exports --list shows the formats)")
     grid = parse_grid(args.grid)
     lambdas, _ = parse_lambdas(args.lambdas)
-    settings = AnalysisSettings(args.level, args.tie, args.rating, lambdas, (float(grid[0]), float(grid[-1]), int(grid.size)),
-                                args.bootstrap, args.folds, args.seed, args.adjust, args.weights, args.resample)  # fmt: skip
+    settings = AnalysisSettings(
+        args.level,
+        args.tie,
+        args.rating,
+        lambdas,
+        (float(grid[0]), float(grid[-1]), int(grid.size)),
+        args.bootstrap,
+        args.folds,
+        args.seed,
+        args.adjust,
+        args.weights,
+        args.resample,
+    )
     engine = make_engine(database_url(args.db))
     upgrade(engine)
     try:  # the engine is this run's: its connections are closed when it ends
@@ -95,7 +114,7 @@ def run(args) -> int:
                 target.write_bytes(content)
             print(f"wrote {len(files)} file(s) under {args.out}", file=sys.stderr)
             return 0
-        (_, content), = files
+        ((_, content),) = files
         if args.out is None:
             if args.fmt == "votes-parquet":
                 raise ValueError("votes-parquet is binary: give --out FILE")

@@ -20,10 +20,12 @@ from annotate.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyCh
 def members(session: Session, study_id: int) -> list[str]:
     return list(
         session.scalars(
-            select(Annotator.name).join(StudyMember, StudyMember.annotator_id == Annotator.id)
-            .where(StudyMember.study_id == study_id).order_by(Annotator.name)
+            select(Annotator.name)
+            .join(StudyMember, StudyMember.annotator_id == Annotator.id)
+            .where(StudyMember.study_id == study_id)
+            .order_by(Annotator.name)
         )
-    )  # fmt: skip
+    )
 
 
 def open_studies(session: Session, user: Annotator) -> set[int]:
@@ -90,8 +92,10 @@ def changes(session: Session, study_id: int) -> list[dict]:
 
 def last_vote(session: Session, study_id: int) -> int:
     """The id of the study's newest vote event (0: none)."""
-    return int(session.scalar(select(func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
-                              .where(Item.study_id == study_id)) or 0)  # fmt: skip
+    return int(
+        session.scalar(select(func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study_id))
+        or 0
+    )
 
 
 def record_export(session: Session, study: Study, by: Annotator | str, what: str, through: int) -> None:
@@ -122,12 +126,16 @@ def delete_study(session: Session, study: Study, confirm: str) -> None:
     if newest and not through:
         raise ValueError(f"study {study.name!r} has votes: export the votes first (a votes download in the app, or votes export)")
     if newest > through:
-        since = session.scalar(select(func.count(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id)
-                               .where(Item.study_id == study.id, VoteEvent.id > through))  # fmt: skip
+        since = session.scalar(
+            select(func.count(VoteEvent.id))
+            .join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study.id, VoteEvent.id > through)
+        )
         raise ValueError(f"{since} vote event{'s' if since != 1 else ''} since the last export: export the votes again")
     # The study's crowd workers exist for it alone; the database cascades do the rest (items, votes,
     # places, audio, adjudications, members, the change log).
-    session.execute(delete(Annotator).where(Annotator.id.in_(
-        select(CrowdWorker.annotator_id).where(CrowdWorker.study_id == study.id))))  # fmt: skip
+    session.execute(
+        delete(Annotator).where(Annotator.id.in_(select(CrowdWorker.annotator_id).where(CrowdWorker.study_id == study.id)))
+    )
     session.execute(delete(Study).where(Study.id == study.id))
     session.expunge(study)

@@ -221,15 +221,32 @@ def crowd_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
         return crowd.settings_of(session.get(Study, study_id))
 
 
-def set_crowd(engine: Engine, user: Annotator, study_id: int, *, enabled: bool, quota: int | None, completion_code: str,
-              redirect_url: str, new_secret: bool = False, places: int | None = None) -> dict:  # fmt: skip
+def set_crowd(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    *,
+    enabled: bool,
+    quota: int | None,
+    completion_code: str,
+    redirect_url: str,
+    new_secret: bool = False,
+    places: int | None = None,
+) -> dict:
     """Open or close a study to crowd workers, with quota, places (None: the study's need), completion
     code and redirect URL; recorded (without the secret).  Returns the new settings."""
     require_admin(user)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
-        before, after = crowd.configure(study, enabled=enabled, quota=quota, completion_code=completion_code,
-                                        redirect_url=redirect_url, new_secret=new_secret, places=places)  # fmt: skip
+        before, after = crowd.configure(
+            study,
+            enabled=enabled,
+            quota=quota,
+            completion_code=completion_code,
+            redirect_url=redirect_url,
+            new_secret=new_secret,
+            places=places,
+        )
         if before != after:
             membership.record(session, study_id, user, "crowd", crowd.public(before), crowd.public(after))
         return after
@@ -261,8 +278,10 @@ def _loose_system_name(kind: str, files: list[tuple[str, bytes]]) -> str | None:
     loose = [safe_name(name) for name, _ in files if name.lower().endswith(".txt")]
     if len(loose) > 1:
         shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
-        raise StudyError(f"{shown}: loose FGA text files do not say which system made them: give the system name "
-                         "(or upload them as a .zip of a folder named after the system)")  # fmt: skip
+        raise StudyError(
+            f"{shown}: loose FGA text files do not say which system made them: give the system name "
+            "(or upload them as a .zip of a folder named after the system)"
+        )
     return (loose[0].split(".")[0] or None) if loose else None
 
 
@@ -322,15 +341,25 @@ def set_guideline(engine: Engine, user: Annotator, study_id: int, guideline: str
         membership.change(session, assignment.lock_study(session, study_id), user, "guideline", guideline)
 
 
-def set_allocation(engine: Engine, user: Annotator, study_id: int, *, policy: str, question: str = "fga_vs_jga",
-                   budget: int | None = None, target_width: float | None = None, max_k: int | None = None,
-                   lam: float = 0.5) -> dict:  # fmt: skip
+def set_allocation(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    *,
+    policy: str,
+    question: str = "fga_vs_jga",
+    budget: int | None = None,
+    target_width: float | None = None,
+    max_k: int | None = None,
+    lam: float = 0.5,
+) -> dict:
     """Choose how the study spends its judgements (``annotate.allocation``), before its first vote."""
     require_admin(user)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
-        return allocation.set_allocation(session, study, user, policy=policy, question=question, budget=budget,
-                                         target_width=target_width, max_k=max_k, lam=lam)  # fmt: skip
+        return allocation.set_allocation(
+            session, study, user, policy=policy, question=question, budget=budget, target_width=target_width, max_k=max_k, lam=lam
+        )
 
 
 def allocation_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
@@ -355,8 +384,9 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     if kind == "satisfaction":  # the only kind with a main question to estimate (annotate.allocation)
         conditions = study_conditions(engine, user, study_id)
         condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
-        analysis = study_analysis(engine, user, study_id, study_settings(engine, user, study_id), condition=condition,
-                                  progress=progress)  # fmt: skip
+        analysis = study_analysis(
+            engine, user, study_id, study_settings(engine, user, study_id), condition=condition, progress=progress
+        )
     with read_session(engine) as session:
         report = allocation.status(session, session.get(Study, study_id), analysis=analysis)
     if report["reached"]:
@@ -427,8 +457,9 @@ def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings:
         study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
 
 
-def adjudicate(engine: Engine, user: Annotator, study_id: int, key: str, condition: str, question: str, value: str,
-               note: str = "") -> None:  # fmt: skip
+def adjudicate(
+    engine: Engine, user: Annotator, study_id: int, key: str, condition: str, question: str, value: str, note: str = ""
+) -> None:
     """An adjudicator's (admin's) final label for an item's question: its own event, apart from the votes."""
     from annotate.models import Adjudication
     from annotate.studies import check_value
@@ -439,16 +470,22 @@ def adjudicate(engine: Engine, user: Annotator, study_id: int, key: str, conditi
         item = session.scalar(select(Item).where(Item.study_id == study_id, Item.key == key, Item.condition == condition))
         if item is None:
             raise StudyError(f"no item {key!r} (condition {condition!r}) in study {study.name!r}")
-        session.add(Adjudication(item_id=item.id, question=question, value=check_value(study, item, question, value),
-                                 by=user.name, note=note))  # fmt: skip
+        session.add(
+            Adjudication(
+                item_id=item.id, question=question, value=check_value(study, item, question, value), by=user.name, note=note
+            )
+        )
 
 
 def item_votes(engine: Engine, user: Annotator, study_id: int, key: str, condition: str) -> list[dict]:
     """Drill-down: every vote event on an item, with its annotator, time, time spent and comment."""
     require_admin(user)
     with read_session(engine) as session:
-        rows = [row for row in votes.vote_rows(session, study_id, history=True) if row["item"] == key
-                and (row["condition"] or "") == condition]  # fmt: skip
+        rows = [
+            row
+            for row in votes.vote_rows(session, study_id, history=True)
+            if row["item"] == key and (row["condition"] or "") == condition
+        ]
     # "current": the annotator's latest answer to the question (what the analysis counts); the
     # earlier events it superseded are kept and listed, marked False (issue 24).
     latest = {(r["annotator_kind"], r["annotator"], r["question"]): i for i, r in enumerate(rows)}

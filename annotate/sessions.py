@@ -146,10 +146,13 @@ def _throttle_wait(session, name: str, bucket: str, known: bool, now: datetime) 
     unknown = and_(LoginFailure.client.not_like(DEVICE_PREFIX + "%"), LoginFailure.at >= now - FAILURE_WINDOW)
     since = now - max(CLIENT_WINDOW, FAILURE_WINDOW)
     own_count, own_last, name_count, name_last = session.execute(
-        select(func.count(LoginFailure.id).filter(own), func.max(LoginFailure.at).filter(own),
-               func.count(LoginFailure.id).filter(unknown), func.max(LoginFailure.at).filter(unknown))
-        .where(LoginFailure.name == name, LoginFailure.at >= since)
-    ).one()  # fmt: skip
+        select(
+            func.count(LoginFailure.id).filter(own),
+            func.max(LoginFailure.at).filter(own),
+            func.count(LoginFailure.id).filter(unknown),
+            func.max(LoginFailure.at).filter(unknown),
+        ).where(LoginFailure.name == name, LoginFailure.at >= since)
+    ).one()
     waits = [(own_count, own_last, FREE_FAILURES, CLIENT_DELAY)]
     if not known:  # an unknown browser: also the name's limit over all unknown browsers
         waits.append((name_count, name_last, NAME_FREE_FAILURES, NAME_DELAY))
@@ -231,9 +234,10 @@ def open_session(session, annotator: Annotator, now: datetime | None = None) -> 
     now = now or utcnow()
     token = secrets.token_urlsafe(32)
     session.add(
-        LoginSession(id=_digest(token), annotator_id=annotator.id, created_at=now,
-                     expires_at=now + timedelta(hours=SESSION_HOURS))
-    )  # fmt: skip
+        LoginSession(
+            id=_digest(token), annotator_id=annotator.id, created_at=now, expires_at=now + timedelta(hours=SESSION_HOURS)
+        )
+    )
     return token
 
 

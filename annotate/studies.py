@@ -64,8 +64,9 @@ def sample_units(drafts: list[ItemDraft], sample: int | None, seed: int) -> list
     return [d for d in drafts if d.unit in chosen]
 
 
-def prepare_items(kind: str, paths: list, condition: str | None = None, sample: int | None = None,
-                  seed: int = 0) -> list[ItemDraft]:  # fmt: skip
+def prepare_items(
+    kind: str, paths: list, condition: str | None = None, sample: int | None = None, seed: int = 0
+) -> list[ItemDraft]:
     """Read and sample a study's items from its files: the slow part of creating a study, done before
     the write transaction (``create_study(..., drafts=...)``) so annotators' votes do not wait on it."""
     return sample_units(build_items(kind, paths, condition), sample, seed)
@@ -128,8 +129,9 @@ def create_study(
     session.flush()
     session.add_all(
         ItemAudio(item_id=item.id, file_name=d.audio[0], mime=d.audio[1], data=d.audio[2])
-        for item, d in zip(items, drafts) if d.audio is not None
-    )  # fmt: skip
+        for item, d in zip(items, drafts)
+        if d.audio is not None
+    )
     if gold_path is not None:
         apply_gold(study, items, read_gold(gold_path), gold_path)
     session.flush()

@@ -61,7 +61,12 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
             adjudications=adjudications(session, row.id),
         )
     data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
-        kind, data.vote_table(), data.items, settings, condition=condition, progress=progress,
+        kind,
+        data.vote_table(),
+        data.items,
+        settings,
+        condition=condition,
+        progress=progress,
         allocation=(data.settings or {}).get("allocation"),
     )
     return data
@@ -73,10 +78,14 @@ def adjudications(session, study_id: int) -> dict[tuple[str, str, str], dict]:
 
     rows = session.execute(
         select(Item.key, Item.condition, Adjudication.question, Adjudication.value, Adjudication.by, Adjudication.note)
-        .join(Item, Item.id == Adjudication.item_id).where(Item.study_id == study_id).order_by(Adjudication.id)
-    )  # fmt: skip
-    return {(key, condition or "", question): {"value": value, "by": by, "note": note}
-            for key, condition, question, value, by, note in rows}  # fmt: skip
+        .join(Item, Item.id == Adjudication.item_id)
+        .where(Item.study_id == study_id)
+        .order_by(Adjudication.id)
+    )
+    return {
+        (key, condition or "", question): {"value": value, "by": by, "note": note}
+        for key, condition, question, value, by, note in rows
+    }
 
 
 def stored_settings(study_settings: dict | None) -> AnalysisSettings:
@@ -107,8 +116,9 @@ def study_votes(engine: Engine, user: Annotator, study_id: int) -> VoteTable:
     return votes_from_rows(((r["item"], r["annotator"], r["question"], r["value"], r["condition"] or "") for r in rows), "votes")
 
 
-def judge_study(engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes,
-                question: str | None = None, seed: int = 0) -> dict:  # fmt: skip
+def judge_study(
+    engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes, question: str | None = None, seed: int = 0
+) -> dict:
     """An uploaded file of automatic judges' labels (tidy CSV, the judge in ``annotator``) against the
     study's human majority (``metrics.judges``); the judges are never stored as votes."""
     from metrics.analysis import choose_question
@@ -131,9 +141,14 @@ def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str
 
 
 def analyse(
-    engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None,
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
     progress: Progress | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """Everything the analysis page shows (admin only); ``progress(fraction, text)`` is called between steps."""
     require_admin(user)
     return load_study(engine, study_id).analyser(settings, condition, progress)
@@ -165,31 +180,69 @@ def inputs_version(session, study_id: int) -> tuple:
             query = query.join(Item, Item.id == join)
         return query.where(where).subquery()
 
-    votes = aggregate(func.count(VoteEvent.id).label("n"), func.max(VoteEvent.id).label("last"), join=VoteEvent.item_id,
-                      where=Item.study_id == study_id)  # fmt: skip
-    judged = aggregate(func.count(Adjudication.id).label("n"), func.max(Adjudication.id).label("last"),
-                       join=Adjudication.item_id, where=Item.study_id == study_id)  # fmt: skip
-    items = aggregate(func.count(Item.id).label("n"), func.sum(Item.extra_capacity).label("extra"),
-                      func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
-                      func.count(Item.pi).label("n_pi"), func.sum(Item.pi).label("pi"), func.max(Item.id).label("last"),
-                      where=Item.study_id == study_id)  # fmt: skip
-    members = aggregate(func.count(StudyMember.annotator_id).label("n"), func.sum(StudyMember.annotator_id).label("ids"),
-                        func.max(StudyMember.added_at).label("added"), where=StudyMember.study_id == study_id)  # fmt: skip
+    votes = aggregate(
+        func.count(VoteEvent.id).label("n"),
+        func.max(VoteEvent.id).label("last"),
+        join=VoteEvent.item_id,
+        where=Item.study_id == study_id,
+    )
+    judged = aggregate(
+        func.count(Adjudication.id).label("n"),
+        func.max(Adjudication.id).label("last"),
+        join=Adjudication.item_id,
+        where=Item.study_id == study_id,
+    )
+    items = aggregate(
+        func.count(Item.id).label("n"),
+        func.sum(Item.extra_capacity).label("extra"),
+        func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
+        func.count(Item.pi).label("n_pi"),
+        func.sum(Item.pi).label("pi"),
+        func.max(Item.id).label("last"),
+        where=Item.study_id == study_id,
+    )
+    members = aggregate(
+        func.count(StudyMember.annotator_id).label("n"),
+        func.sum(StudyMember.annotator_id).label("ids"),
+        func.max(StudyMember.added_at).label("added"),
+        where=StudyMember.study_id == study_id,
+    )
     row = session.execute(
-        select(Study.created_at, Study.kind, Study.overlap, Study.settings, votes.c.n, votes.c.last, judged.c.n,
-               judged.c.last, items.c.n, items.c.extra, items.c.included, items.c.n_pi, items.c.pi, items.c.last,
-               members.c.n, members.c.ids, members.c.added)
-        .select_from(Study).join(votes, true()).join(judged, true()).join(items, true()).join(members, true())
+        select(
+            Study.created_at,
+            Study.kind,
+            Study.overlap,
+            Study.settings,
+            votes.c.n,
+            votes.c.last,
+            judged.c.n,
+            judged.c.last,
+            items.c.n,
+            items.c.extra,
+            items.c.included,
+            items.c.n_pi,
+            items.c.pi,
+            items.c.last,
+            members.c.n,
+            members.c.ids,
+            members.c.added,
+        )
+        .select_from(Study)
+        .join(votes, true())
+        .join(judged, true())
+        .join(items, true())
+        .join(members, true())
         .where(Study.id == study_id)
-    ).one_or_none()  # fmt: skip
+    ).one_or_none()
     if row is None:
         raise ValueError(f"no study with id {study_id}")
     created, kind, overlap, settings, *counts = row
     analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
     pi_sum = counts[8]
     counts[8] = None if pi_sum is None else round(float(pi_sum), 9)  # a float sum: the same to 9 decimals
-    gold = session.execute(select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None))
-                           .order_by(Item.id)).all()  # fmt: skip
+    gold = session.execute(
+        select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None)).order_by(Item.id)
+    ).all()
     fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
     return (created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), *counts)
 
@@ -203,9 +256,14 @@ def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, cond
 
 
 def study_analysis(
-    engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition: str | None = None,
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
     progress: Progress | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """:func:`analyse`, computed once per study state and settings (admin only; checked on every call).
 
     The result is shared: callers must not change it."""

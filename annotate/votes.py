@@ -60,18 +60,19 @@ _MY_PLACE = select(Assignment.id, Assignment.status, Assignment.assigned_at).whe
     Assignment.item_id == bindparam("item"), Assignment.annotator_id == bindparam("annotator")
 )
 _ITEM_AND_PLACE = (  # the item, and the voter's place on it if any: one read
-    select(Item.study_id, Item.key, Item.questions, Item.extra_capacity,
-           Assignment.id, Assignment.status, Assignment.assigned_at)
+    select(Item.study_id, Item.key, Item.questions, Item.extra_capacity, Assignment.id, Assignment.status, Assignment.assigned_at)
     .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == bindparam("annotator")))
     .where(Item.id == bindparam("item"))
-)  # fmt: skip
+)
 _ANSWERED = select(VoteEvent.question).where(
     VoteEvent.item_id == bindparam("item"), VoteEvent.annotator_id == bindparam("annotator")
 )
 _EVENT = insert(VoteEvent).values(
-    {name: bindparam(name) for name in
-     ("item_id", "annotator_id", "question", "value", "comment", "seconds", "source", "created_at")}
-)  # fmt: skip
+    {
+        name: bindparam(name)
+        for name in ("item_id", "annotator_id", "question", "value", "comment", "seconds", "source", "created_at")
+    }
+)
 _DONE = update(Assignment).where(Assignment.id == bindparam("assignment")).values(status=DONE, completed_at=bindparam("now"))
 _DONE_KEEP = (
     update(Assignment)
@@ -150,8 +151,7 @@ def cast_vote(
         reclaim_expired_item(session, study, item_id, now)
         # Overlap governs live assignment only: imported (past) judgements are taken as they are.
         if not claim(session, study, item_id, annotator, now, force=source == "import"):
-            taken = connection.execute(select(func.count()).where(Assignment.item_id == item_id,
-                                                                  holding(study, now))).scalar()  # fmt: skip
+            taken = connection.execute(select(func.count()).where(Assignment.item_id == item_id, holding(study, now))).scalar()
             if place is not None:  # they had it on their screen: their place timed out and went to others
                 minutes = float(study.settings.get("timeout_minutes", DEFAULT_TIMEOUT_MINUTES))
                 why = "you had skipped it" if place.status == SKIPPED else f"your place on it timed out after {minutes:g} minutes"
@@ -160,8 +160,16 @@ def cast_vote(
                 f"item {item.key} already has {taken} annotators (overlap {study.overlap}); an admin can re-open it"
             )
         place = _Place(*_MY_PLACE.first(connection, keys))
-    values = dict(item_id=item_id, annotator_id=annotator.id, question=question, value=value, comment=comment or "",
-                  seconds=seconds, source=source, created_at=now)  # fmt: skip
+    values = dict(
+        item_id=item_id,
+        annotator_id=annotator.id,
+        question=question,
+        value=value,
+        comment=comment or "",
+        seconds=seconds,
+        source=source,
+        created_at=now,
+    )
     event_id = _EVENT.insert(connection, values)
     if source == "import":  # an imported judgement counts as done, whatever it answered
         _DONE_KEEP.run(connection, {"assignment": place.id, "now": now})
@@ -244,11 +252,12 @@ def skipped_items(session: Session, study_id: int, annotator: Annotator) -> list
     """Items this annotator skipped and has not judged since, oldest skip first."""
     return list(
         session.scalars(
-            select(Item).join(Assignment, Assignment.item_id == Item.id)
+            select(Item)
+            .join(Assignment, Assignment.item_id == Item.id)
             .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED)
             .order_by(Assignment.assigned_at, Item.id)
         )
-    )  # fmt: skip
+    )
 
 
 def judged_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
@@ -295,7 +304,8 @@ IMPORT_BATCH = 5_000  # rows checked, then written to the staging table, per sta
 
 _IMPORT_META = MetaData()
 _STAGED = Table(
-    "dst_judge_staged_votes", _IMPORT_META,
+    "dst_judge_staged_votes",
+    _IMPORT_META,
     Column("seq", Integer, primary_key=True),
     Column("item_id", Integer, nullable=False),
     Column("annotator", String(100), nullable=False),
@@ -304,14 +314,15 @@ _STAGED = Table(
     Column("comment", Text, nullable=False),
     Column("seconds", Float, nullable=True),
     prefixes=["TEMPORARY"],
-)  # fmt: skip
+)
 _PAIRS = Table(
-    "dst_judge_staged_places", _IMPORT_META,
+    "dst_judge_staged_places",
+    _IMPORT_META,
     Column("item_id", Integer, primary_key=True),
     Column("annotator_id", Integer, primary_key=True),
     Column("needs", Boolean, nullable=False),  # the voter holds no place on the item: one is taken
     prefixes=["TEMPORARY"],
-)  # fmt: skip
+)
 
 
 class _ImportItem(NamedTuple):
@@ -424,12 +435,20 @@ def _swap_in(connection, study_id: int, now: datetime) -> int:
     connection.execute(
         insert(events).from_select(
             ["item_id", "annotator_id", "question", "value", "comment", "seconds", "source", "created_at"],
-            select(_STAGED.c.item_id, people.c.id, _STAGED.c.question, _STAGED.c.value, _STAGED.c.comment, _STAGED.c.seconds,
-                   literal("import"), literal(now, DateTime))
+            select(
+                _STAGED.c.item_id,
+                people.c.id,
+                _STAGED.c.question,
+                _STAGED.c.value,
+                _STAGED.c.comment,
+                _STAGED.c.seconds,
+                literal("import"),
+                literal(now, DateTime),
+            )
             .join(people, people.c.name == _STAGED.c.annotator)
             .order_by(_STAGED.c.seq),
         )
-    )  # fmt: skip
+    )
     touched = select(_PAIRS.c.item_id)
     if connection.dialect.name != "sqlite":  # lock the items first, in id order, as a claim does (SQLite: BEGIN IMMEDIATE)
         connection.execute(select(Item.id).where(Item.id.in_(touched)).order_by(Item.id).with_for_update()).all()
@@ -447,8 +466,9 @@ def _swap_in(connection, study_id: int, now: datetime) -> int:
     taken = select(func.count()).select_from(_PAIRS).where(_PAIRS.c.item_id == items.c.id, _PAIRS.c.needs).scalar_subquery()
     connection.execute(update(items).where(items.c.id.in_(needing)).values(holders=items.c.holders - released + taken))
     connection.execute(update(places).where(places.c.item_id.in_(needing), expired).values(status=RECLAIMED))
-    new = select(literal(study_id), _PAIRS.c.item_id, _PAIRS.c.annotator_id, literal(DONE), literal(now, DateTime),
-                 literal(now, DateTime)).where(_PAIRS.c.needs)  # fmt: skip
+    new = select(
+        literal(study_id), _PAIRS.c.item_id, _PAIRS.c.annotator_id, literal(DONE), literal(now, DateTime), literal(now, DateTime)
+    ).where(_PAIRS.c.needs)
     upsert = _dialect_insert(connection)(places).from_select(
         ["study_id", "item_id", "annotator_id", "status", "assigned_at", "completed_at"], new
     )
@@ -460,10 +480,13 @@ def _swap_in(connection, study_id: int, now: datetime) -> int:
     )
     connection.execute(
         update(places)
-        .where(exists().where(_PAIRS.c.item_id == places.c.item_id, _PAIRS.c.annotator_id == places.c.annotator_id,
-                              _PAIRS.c.needs == false()))
+        .where(
+            exists().where(
+                _PAIRS.c.item_id == places.c.item_id, _PAIRS.c.annotator_id == places.c.annotator_id, _PAIRS.c.needs == false()
+            )
+        )
         .values(status=DONE, completed_at=func.coalesce(places.c.completed_at, literal(now, DateTime)))
-    )  # fmt: skip
+    )
     return connection.execute(select(func.count()).select_from(_STAGED)).scalar()
 
 

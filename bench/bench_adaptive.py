@@ -88,8 +88,11 @@ def run_question(question: str, data: dict, args, rng: np.random.Generator) -> d
     n_pool = len(data["jga"])
     fga_at = data["fga_at"]
     z = (fga_at - fga_at.mean()) / fga_at.std()
-    scores = (adaptive.comparison_scores(data["fga_at"], data["jga"]) if question == "fga_vs_jga"
-              else adaptive.lambda_scores(data["fga"]))  # fmt: skip
+    scores = (
+        adaptive.comparison_scores(data["fga_at"], data["jga"])
+        if question == "fga_vs_jga"
+        else adaptive.lambda_scores(data["fga"])
+    )
 
     def quality():  # the hidden quality of each dialogue: the chosen metric plus what no metric sees
         return 1.2 * z + rng.normal(0, 0.6, n_pool)
@@ -149,8 +152,9 @@ def run_question(question: str, data: dict, args, rng: np.random.Generator) -> d
         "truth": truth,
         "uniform": uniform,
         "adaptive": adaptive_row,
-        "adaptive_by_budget": {f"{f:g}": {"judgements": curve[f]["judgements"], "ci_width": curve[f]["ci_width"]}
-                               for f in FRACTIONS},  # fmt: skip
+        "adaptive_by_budget": {
+            f"{f:g}": {"judgements": curve[f]["judgements"], "ci_width": curve[f]["ci_width"]} for f in FRACTIONS
+        },
         "saving": float(1 - needed),
     }
 
@@ -183,15 +187,19 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=1))
         return
-    print(f"pool {result['pool']} dialogues, budget {args.budget} judgements (k = {args.k}, {args.scale}), "
-          f"{args.replicates} replicates")  # fmt: skip
+    print(
+        f"pool {result['pool']} dialogues, budget {args.budget} judgements (k = {args.k}, {args.scale}), "
+        f"{args.replicates} replicates"
+    )
     for question in ("fga_vs_jga", "lambda"):
         q = result[question]
         print(f"{question}: truth {q['truth']:.3f}; saving {q['saving']:.2f}")
         for design in ("uniform", "adaptive"):
             d = q[design]
-            print(f"  {design:<9} CI width {d['ci_width']:.3f}  RMSE {d['rmse']:.3f}  bias {d['bias']:+.3f}  "
-                  f"coverage {d['coverage']:.2f}  judgements {d['judgements']:.0f}")  # fmt: skip
+            print(
+                f"  {design:<9} CI width {d['ci_width']:.3f}  RMSE {d['rmse']:.3f}  bias {d['bias']:+.3f}  "
+                f"coverage {d['coverage']:.2f}  judgements {d['judgements']:.0f}"
+            )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,10 @@ def main() -> None:
     print(f"  point fit: grid + Brent                      {t_point * 1e3:9.1f} ms")
     print(f"  full: grid + Brent, {args.resamples} bootstrap refits, 5-fold CV {t_full:8.2f} s")
     low, high = (float("nan") if v is None else v for v in result["ci_lambda"])
-    print(f"  λ* = {result['best_lambda']:.3f}  95% CI [{low:.3f}, {high:.3f}]"
-          f"  r* = {result['r_best']:.3f}  cv r = {result['cv_r']:.3f}  at bound {result['at_bound']:.1%}")  # fmt: skip
+    print(
+        f"  λ* = {result['best_lambda']:.3f}  95% CI [{low:.3f}, {high:.3f}]"
+        f"  r* = {result['r_best']:.3f}  cv r = {result['cv_r']:.3f}  at bound {result['at_bound']:.1%}"
+    )
 
     pairs = [([t.gold for t in d.turns], [t.pred for t in d.turns]) for d in dialogues]
     small_grid = np.linspace(0, 10, args.loop_lambdas)
@@ -93,8 +95,10 @@ def main() -> None:
     print(
         f"  projected to {args.lambdas} λ × {args.resamples + 1} fits: {projected / 3600:.1f} h (grid only, no refinement, no CV)"
     )
-    print(f"\nper (λ, resample) cell: engine {t_full / engine_cells * 1e6:.2f} µs (all steps included)"
-          f"  loop {per_cell * 1e6:.0f} µs   x{per_cell / (t_full / engine_cells):,.0f}")  # fmt: skip
+    print(
+        f"\nper (λ, resample) cell: engine {t_full / engine_cells * 1e6:.2f} µs (all steps included)"
+        f"  loop {per_cell * 1e6:.0f} µs   x{per_cell / (t_full / engine_cells):,.0f}"
+    )
 
 
 if __name__ == "__main__":

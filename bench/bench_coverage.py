@@ -61,8 +61,9 @@ def rater_coverage(args, rng) -> dict[str, int]:
         ratings = Ratings(ids, np.arange(args.dialogues), matrix.mean(axis=0), "mean", [], matrix)
         seed = int(rng.integers(1 << 31))
         one = correlation_report({"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none")["metrics"][0]
-        two = correlation_report({"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none",
-                                 resample="dialogues+annotators")["metrics"][0]  # fmt: skip
+        two = correlation_report(
+            {"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none", resample="dialogues+annotators"
+        )["metrics"][0]
         hits["raters_dialogue_bootstrap"] += one["bootstrap_ci"][0] <= rho <= one["bootstrap_ci"][1]
         hits["raters_two_way_bootstrap"] += two["bootstrap_ci"][0] <= rho <= two["bootstrap_ci"][1]
         hits["raters_two_way_bca"] += bool(two["bca_ci"]) and two["bca_ci"][0] <= rho <= two["bca_ci"][1]
@@ -85,8 +86,13 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     rho_pairs = truth(1.0, 2.0)  # a vote: var = 1 + 1
     rho_a, rho_b = truth(1.0, 1 + 1 / args.votes), truth(1.5, 1 + 1 / args.votes)  # the mean of k votes
-    hits = {"pairs_fisher_n_votes": 0, "pairs_fisher_n_dialogues": 0, "pairs_percentile_bootstrap": 0,
-            "pairs_reported_ci": 0, "diff_ci_zou": 0}  # fmt: skip
+    hits = {
+        "pairs_fisher_n_votes": 0,
+        "pairs_fisher_n_dialogues": 0,
+        "pairs_percentile_bootstrap": 0,
+        "pairs_reported_ci": 0,
+        "diff_ci_zou": 0,
+    }
     rejections = {"williams_pairs_n_votes": 0, "williams_reported": 0}
     for _ in range(args.replicates):
         metrics, pairs, mean = study(rng, args.dialogues, args.votes, 1.5)
@@ -110,11 +116,13 @@ def main() -> None:
     rater_hits = rater_coverage(args, rng)
     hits.update(rater_hits)
     result = {
-        "replicates": args.replicates, "dialogues": args.dialogues, "votes_per_dialogue": args.votes,
+        "replicates": args.replicates,
+        "dialogues": args.dialogues,
+        "votes_per_dialogue": args.votes,
         "coverage": {k: v / args.replicates for k, v in hits.items()},
         "false_positive_rate": {k: v / args.replicates for k, v in rejections.items()},
         "truth": {"rho_pairs": rho_pairs, "rho_a_minus_rho_b": rho_a - rho_b},
-    }  # fmt: skip
+    }
     if args.json:
         print(json.dumps(result, indent=1))
         return

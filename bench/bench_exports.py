@@ -57,12 +57,15 @@ def main() -> None:
         service.export(engine, admin, study.id, fmt)
         shared[fmt] = time.perf_counter() - start
     result = {
-        "dialogues": study.items, "votes": 30, "formats": list(FORMATS),
+        "dialogues": study.items,
+        "votes": 30,
+        "formats": list(FORMATS),
         "per_export_s": {k: round(v, 3) for k, v in per_export.items()},
         "shared_s": {k: round(v, 3) for k, v in shared.items()},
-        "per_export_total_s": round(sum(per_export.values()), 3), "shared_total_s": round(sum(shared.values()), 3),
+        "per_export_total_s": round(sum(per_export.values()), 3),
+        "shared_total_s": round(sum(shared.values()), 3),
         "speedup": round(sum(per_export.values()) / sum(shared.values()), 1),
-    }  # fmt: skip
+    }
     if args.json:
         print(json.dumps(result, indent=1))
         return

@@ -95,8 +95,13 @@ class Run:
             stored = dict(session.execute(select(VoteEvent.annotator_id, func.count()).group_by(VoteEvent.annotator_id)).all())
         acknowledged = sum(self.acknowledged.values())
         lost = sum(max(0, n - stored.get(pid, 0)) for pid, n in self.acknowledged.items())
-        return {"acknowledged": acknowledged, "stored": sum(stored.values()), "lost": lost, "failed_attempts": self.failures,
-                "recovery_s": round(min(after) - healed, 2) if after else None}  # fmt: skip
+        return {
+            "acknowledged": acknowledged,
+            "stored": sum(stored.values()),
+            "lost": lost,
+            "failed_attempts": self.failures,
+            "recovery_s": round(min(after) - healed, 2) if after else None,
+        }
 
 
 def pg_fault(kind: str, annotators: int) -> dict:
@@ -168,9 +173,11 @@ def main(argv=None) -> None:
         results[fault] = disk_full(args.annotators) if fault == "disk-full" else pg_fault(fault, args.annotators)
         if not args.json:
             r = results[fault]
-            print(f"{fault:>10}: acknowledged {r['acknowledged']}, stored {r['stored']}, lost {r['lost']}, "
-                  f"failed attempts {r['failed_attempts']}, recovery {r['recovery_s']} s"
-                  + (f", integrity_check {r['integrity_check']}" if "integrity_check" in r else ""))  # fmt: skip
+            print(
+                f"{fault:>10}: acknowledged {r['acknowledged']}, stored {r['stored']}, lost {r['lost']}, "
+                f"failed attempts {r['failed_attempts']}, recovery {r['recovery_s']} s"
+                + (f", integrity_check {r['integrity_check']}" if "integrity_check" in r else "")
+            )
     if args.json:
         print(json.dumps(results, indent=2))
 

@@ -105,11 +105,15 @@ def run(url: str, mode: str, raters: int) -> dict:
     Path(handle.name).unlink()
     engine.dispose()
     return {
-        "rows": rows, "import_ok": process.returncode == 0, "import_s": round(seconds, 1), "votes_during": n,
-        "failed": len(failures), "first_failure": failures[0] if failures else "",
+        "rows": rows,
+        "import_ok": process.returncode == 0,
+        "import_s": round(seconds, 1),
+        "votes_during": n,
+        "failed": len(failures),
+        "first_failure": failures[0] if failures else "",
         "max_wait_ms": round(1000 * max(waits), 1) if waits else None,
         "p99_wait_ms": round(1000 * percentile(waits, 0.99), 1) if waits else None,
-    }  # fmt: skip
+    }
 
 
 def main() -> None:

@@ -39,8 +39,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--kill-after", type=float, default=30, help="seconds; 0: no kill")
     parser.add_argument("--dialogues", type=int, default=3000)
-    parser.add_argument("--think", type=float, nargs=2, metavar=("LO", "HI"), default=None,
-                        help="seconds each annotator reads an item (store and browser annotators alike)")  # fmt: skip
+    parser.add_argument(
+        "--think",
+        type=float,
+        nargs=2,
+        metavar=("LO", "HI"),
+        default=None,
+        help="seconds each annotator reads an item (store and browser annotators alike)",
+    )
     args = parser.parse_args()
 
     from sqlalchemy import func, select
@@ -73,15 +79,18 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores ({cpu}), Python {platform.python_version()}")
     print(
         f"study: {args.dialogues} dialogues, overlap 3; {args.store} store annotators + {args.browsers} browsers; "
-          f"{args.seconds:.0f} s" + (f", SIGKILL of server a after {args.kill_after:.0f} s" if args.kill_after else "")
-    )  # fmt: skip
+        f"{args.seconds:.0f} s" + (f", SIGKILL of server a after {args.kill_after:.0f} s" if args.kill_after else "")
+    )
     cluster = Cluster(url, work / "cluster")
     ledger, stop = Ledger(), threading.Event()
     started = time.time()
     store_think, web_think = (args.think, args.think) if args.think else ((0.05, 0.25), (0.0, 0.0))
-    threads = [threading.Thread(target=browser_annotator,
-                                args=(cluster.url, route, name, f"{name}-password", ledger, stop, None, tuple(web_think)))
-               for name, route in browsers]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=browser_annotator, args=(cluster.url, route, name, f"{name}-password", ledger, stop, None, tuple(web_think))
+        )
+        for name, route in browsers
+    ]
     threads += [
         threading.Thread(target=store_annotator, args=(engine, p, study_id, ledger, stop, i, tuple(store_think)))
         for i, p in enumerate(people)
@@ -115,17 +124,25 @@ def main() -> None:
     total = sum(ledger.acknowledged.values())
     lost = sum(max(0, ledger.acknowledged.get(n, 0) - stored.get(n, 0)) for n in ledger.acknowledged)
     extra = sum(stored.values()) - total
-    print(f"votes acknowledged: {total} in {elapsed:.1f} s = {total / elapsed:.1f} votes/s; "
-          f"sustained annotators: {sum(1 for n in ledger.acknowledged if ledger.acknowledged[n])}")  # fmt: skip
-    print(f"store calls (judgement saved + next item)  p50 {1e3 * statistics.median(store_latency):.1f} ms  "
-          f"p95 {1e3 * percentile(store_latency, 0.95):.1f} ms  p99 {1e3 * percentile(store_latency, 0.99):.1f} ms")  # fmt: skip
+    print(
+        f"votes acknowledged: {total} in {elapsed:.1f} s = {total / elapsed:.1f} votes/s; "
+        f"sustained annotators: {sum(1 for n in ledger.acknowledged if ledger.acknowledged[n])}"
+    )
+    print(
+        f"store calls (judgement saved + next item)  p50 {1e3 * statistics.median(store_latency):.1f} ms  "
+        f"p95 {1e3 * percentile(store_latency, 0.95):.1f} ms  p99 {1e3 * percentile(store_latency, 0.99):.1f} ms"
+    )
     web = [n for n in ledger.acknowledged if n not in store_names]
-    print(f"browser votes: {sum(ledger.acknowledged[n] for n in web)} acknowledged, {sum(ledger.in_flight.values())} in flight "
-          f"at the kill; key press -> next item ({len(web_latency)} presses) "
-          f"p50 {1e3 * statistics.median(web_latency or [float('nan')]):.0f} ms  "
-          f"p95 {1e3 * percentile(web_latency, 0.95):.0f} ms  p99 {1e3 * percentile(web_latency, 0.99):.0f} ms")  # fmt: skip
-    print(f"database: {sum(stored.values())} votes; acknowledged but missing: {lost}; stored beyond acknowledged: {extra} "
-          f"(at most the in-flight ones)")  # fmt: skip
+    print(
+        f"browser votes: {sum(ledger.acknowledged[n] for n in web)} acknowledged, {sum(ledger.in_flight.values())} in flight "
+        f"at the kill; key press -> next item ({len(web_latency)} presses) "
+        f"p50 {1e3 * statistics.median(web_latency or [float('nan')]):.0f} ms  "
+        f"p95 {1e3 * percentile(web_latency, 0.95):.0f} ms  p99 {1e3 * percentile(web_latency, 0.99):.0f} ms"
+    )
+    print(
+        f"database: {sum(stored.values())} votes; acknowledged but missing: {lost}; stored beyond acknowledged: {extra} "
+        f"(at most the in-flight ones)"
+    )
     engine.dispose()
     drop_pg_database(url)
 

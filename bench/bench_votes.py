@@ -170,12 +170,22 @@ def main() -> None:
     raw = max(raws)
     if args.json:
         keys = ("p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost")
-        print(json.dumps({**{name: {k: r[k] for k in keys} for name, r in results.items()}, "raw_sqlite_tx_per_s": raw,
-                          "raw_sqlite_runs": raws, "sqlite_of_raw": results["sqlite"]["votes_per_s"] / raw},
-                         indent=1))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    **{name: {k: r[k] for k in keys} for name, r in results.items()},
+                    "raw_sqlite_tx_per_s": raw,
+                    "raw_sqlite_runs": raws,
+                    "sqlite_of_raw": results["sqlite"]["votes_per_s"] / raw,
+                },
+                indent=1,
+            )
+        )
         return
-    print(f"raw sqlite3, same shape (read 1 row, 2 inserts), {args.writers} threads x {per_writer}: "
-          f"{raw:.0f} transactions/s (best of {', '.join(f'{r:.0f}' for r in raws)})")  # fmt: skip
+    print(
+        f"raw sqlite3, same shape (read 1 row, 2 inserts), {args.writers} threads x {per_writer}: "
+        f"{raw:.0f} transactions/s (best of {', '.join(f'{r:.0f}' for r in raws)})"
+    )
     print(f"{'backend':<11} {'votes':>6} {'stored':>6} {'lost':>4} {'p50 ms':>8} {'p99 ms':>8} {'votes/s':>8}")
     for name, r in results.items():
         print(

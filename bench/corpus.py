@@ -47,9 +47,15 @@ def dialogue_file(path: Path) -> Path:
         records = []
         for position in range(len(turns)):
             turn = known.turns[position] if known is not None and position < len(known.turns) else None
-            records.append({"turn_idx": position, "turn_label": [], "belief_state": [],
-                            "system_transcript": turn.system if turn else f"system turn {position}",
-                            "transcript": turn.user if turn else f"user turn {position}"})  # fmt: skip
+            records.append(
+                {
+                    "turn_idx": position,
+                    "turn_label": [],
+                    "belief_state": [],
+                    "system_transcript": turn.system if turn else f"system turn {position}",
+                    "transcript": turn.user if turn else f"user turn {position}",
+                }
+            )
         dialogues.append({"dialogue_idx": dialogue_id, "domains": [], "dialogue": records})
     out = path.with_name(f"{path.stem}_dials.json")
     out.write_text(json.dumps(dialogues))

@@ -95,40 +95,88 @@ def _safe_folder(name: str) -> str:
 FORMATS = {
     f.name: f
     for f in (
-        Format("votes-csv", "votes.csv", _single("votes.csv", lambda r: tables.votes_csv(_rows(r))),
-               "current votes (every event with --history), tidy CSV"),
-        Format("votes-jsonl", "votes.jsonl", _single("votes.jsonl", lambda r: tables.votes_jsonl(_rows(r))),
-               "the same as JSON lines"),
-        Format("votes-parquet", "votes.parquet", _single("votes.parquet", lambda r: tables.votes_parquet(_rows(r))),
-               "the same as Parquet"),
-        Format("majority-csv", "majority.csv",
-               _single("majority.csv", lambda r: tables.majority_csv(_analysis_part(r, "majority"), r.data.adjudications)),
-               "majority label, soft label, median and counts per item and question"),
-        Format("agreement-csv", "agreement.csv",
-               _single("agreement.csv", lambda r: tables.agreement_csv(_analysis_part(r, "agreement"))),
-               "agreement coefficients with bootstrap CIs per question"),
-        Format("correlation-csv", "correlation.csv",
-               _single("correlation.csv", lambda r: tables.correlation_csv(_analysis_part(r, "correlation"))),
-               "every metric vs human ratings", generic=False),
-        Format("calibration-json", "calibration.json",
-               _single("calibration.json", lambda r: tables.calibration_json(_analysis_part(r, "calibration"))),
-               "λ calibration for FGA", generic=False),
-        Format("dstc-labels", "<session-id>/dstc.labels.json", lambda r: dstc_labels.files(r.data),
-               "DSTC handbook label files per session", generic=False, unit="session"),
-        Format("fga-text", "<condition>/<dialogue id>.txt", _fga_text, "FGA human-evaluation text per dialogue",
-               generic=False, unit="dialogue"),
-        Format("report-html", "report.html", _single("report.html", lambda r: report.to_html(r.data, r.analysis(), r.settings)),
-               "self-contained study report"),
-        Format("report-md", "report.md", _single("report.md", lambda r: report.to_markdown(r.data, r.analysis(), r.settings)),
-               "the same report as Markdown"),
+        Format(
+            "votes-csv",
+            "votes.csv",
+            _single("votes.csv", lambda r: tables.votes_csv(_rows(r))),
+            "current votes (every event with --history), tidy CSV",
+        ),
+        Format(
+            "votes-jsonl", "votes.jsonl", _single("votes.jsonl", lambda r: tables.votes_jsonl(_rows(r))), "the same as JSON lines"
+        ),
+        Format(
+            "votes-parquet",
+            "votes.parquet",
+            _single("votes.parquet", lambda r: tables.votes_parquet(_rows(r))),
+            "the same as Parquet",
+        ),
+        Format(
+            "majority-csv",
+            "majority.csv",
+            _single("majority.csv", lambda r: tables.majority_csv(_analysis_part(r, "majority"), r.data.adjudications)),
+            "majority label, soft label, median and counts per item and question",
+        ),
+        Format(
+            "agreement-csv",
+            "agreement.csv",
+            _single("agreement.csv", lambda r: tables.agreement_csv(_analysis_part(r, "agreement"))),
+            "agreement coefficients with bootstrap CIs per question",
+        ),
+        Format(
+            "correlation-csv",
+            "correlation.csv",
+            _single("correlation.csv", lambda r: tables.correlation_csv(_analysis_part(r, "correlation"))),
+            "every metric vs human ratings",
+            generic=False,
+        ),
+        Format(
+            "calibration-json",
+            "calibration.json",
+            _single("calibration.json", lambda r: tables.calibration_json(_analysis_part(r, "calibration"))),
+            "λ calibration for FGA",
+            generic=False,
+        ),
+        Format(
+            "dstc-labels",
+            "<session-id>/dstc.labels.json",
+            lambda r: dstc_labels.files(r.data),
+            "DSTC handbook label files per session",
+            generic=False,
+            unit="session",
+        ),
+        Format(
+            "fga-text",
+            "<condition>/<dialogue id>.txt",
+            _fga_text,
+            "FGA human-evaluation text per dialogue",
+            generic=False,
+            unit="dialogue",
+        ),
+        Format(
+            "report-html",
+            "report.html",
+            _single("report.html", lambda r: report.to_html(r.data, r.analysis(), r.settings)),
+            "self-contained study report",
+        ),
+        Format(
+            "report-md",
+            "report.md",
+            _single("report.md", lambda r: report.to_markdown(r.data, r.analysis(), r.settings)),
+            "the same report as Markdown",
+        ),
     )
-}  # fmt: skip
+}
 
 
 def write(
-    data: StudyData, name: str, settings: AnalysisSettings | None = None, *, history: bool = False, condition: str | None = None,
+    data: StudyData,
+    name: str,
+    settings: AnalysisSettings | None = None,
+    *,
+    history: bool = False,
+    condition: str | None = None,
     analysis=None,
-) -> list[tuple[str, bytes]]:  # fmt: skip
+) -> list[tuple[str, bytes]]:
     """The files of one export format for a study.  Raises ValueError for a wrong kind or no data.
 
     ``analysis(condition) -> dict``, when given, supplies the analysis for these settings (the app

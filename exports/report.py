@@ -33,22 +33,31 @@ def sections(data, analysis: dict, settings) -> list[Table]:
     Analysis page and the CLI show too (``metrics.present``); plain strings, unescaped."""
     progress = data.progress_report
     settings_rows = [
-        ["study", data.name], ["kind", data.kind], ["overlap (k)", str(data.overlap)],
-        ["agreement level", settings.level], ["majority ties", settings.tie], ["human rating", settings.rating],
+        ["study", data.name],
+        ["kind", data.kind],
+        ["overlap (k)", str(data.overlap)],
+        ["agreement level", settings.level],
+        ["majority ties", settings.tie],
+        ["human rating", settings.rating],
         ["FGA λ values", ", ".join(f"{v:g}" for v in settings.lambdas)],
         ["λ grid", f"linspace {settings.grid[0]:g}..{settings.grid[1]:g}, {settings.grid[2]} points"],
-        ["bootstrap resamples", str(settings.resamples)], ["cross-validation folds", str(settings.folds)],
-        ["seed", str(settings.seed)], ["p-value adjustment (metric pairs)", settings.adjust],
-        ["agreement weights (Cohen's κ, AC2)", settings.weights], ["bootstrap over", settings.resample],
+        ["bootstrap resamples", str(settings.resamples)],
+        ["cross-validation folds", str(settings.folds)],
+        ["seed", str(settings.seed)],
+        ["p-value adjustment (metric pairs)", settings.adjust],
+        ["agreement weights (Cohen's κ, AC2)", settings.weights],
+        ["bootstrap over", settings.resample],
         ["DST Judge", __version__],
-    ]  # fmt: skip
+    ]
     progress_rows = [
-        ["items", str(progress["items"])], ["items complete", str(progress["items_complete"])],
+        ["items", str(progress["items"])],
+        ["items complete", str(progress["items_complete"])],
         ["judgements", f"{progress['judgements_done']} / {progress['judgements_needed']}"],
-        ["annotators", str(len(progress["annotators"]))], ["places held now", str(sum(progress.get("held", {}).values()))],
+        ["annotators", str(len(progress["annotators"]))],
+        ["places held now", str(sum(progress.get("held", {}).values()))],
         ["vote events", str(progress["vote_events"])],
         *([["items left out by the adaptive design", str(progress["items_left_out"])]] if progress.get("items_left_out") else []),
-    ]  # fmt: skip
+    ]
     tables = [
         Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
         Table("Progress", ("", ""), progress_rows),
@@ -56,14 +65,30 @@ def sections(data, analysis: dict, settings) -> list[Table]:
     ]
     adjudicated = getattr(data, "adjudications", {})
     if adjudicated:
-        majority = {(row["item"], row.get("condition") or "", question): row["majority"]
-                    for question, table in analysis.get("majority", {}).items() for row in table["rows"]}  # fmt: skip
-        rows = [[key, condition, question, "—" if majority.get((key, condition, question)) is None
-                 else str(majority[(key, condition, question)]), label["value"], label["by"]]
-                for (key, condition, question), label in sorted(adjudicated.items())]  # fmt: skip
-        tables.append(Table("Adjudicated items", ("item", "condition", "question", "majority", "adjudicated", "by"), rows,
-                            [f"{len(rows)} label(s) set by an adjudicator; majority-csv gives them as final "
-                             "(final_source adjudicated)."]))  # fmt: skip
+        majority = {
+            (row["item"], row.get("condition") or "", question): row["majority"]
+            for question, table in analysis.get("majority", {}).items()
+            for row in table["rows"]
+        }
+        rows = [
+            [
+                key,
+                condition,
+                question,
+                "—" if majority.get((key, condition, question)) is None else str(majority[(key, condition, question)]),
+                label["value"],
+                label["by"],
+            ]
+            for (key, condition, question), label in sorted(adjudicated.items())
+        ]
+        tables.append(
+            Table(
+                "Adjudicated items",
+                ("item", "condition", "question", "majority", "adjudicated", "by"),
+                rows,
+                [f"{len(rows)} label(s) set by an adjudicator; majority-csv gives them as final (final_source adjudicated)."],
+            )
+        )
     return tables
 
 

@@ -27,16 +27,65 @@ from collections.abc import Iterable, Sequence
 
 from formats.safety import neutralise_row
 
-VOTE_COLUMNS = ("item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds",
-                "annotator_kind", "platform", "platform_id")
-MAJORITY_COLUMNS = ("item", "condition", "question", "n_votes", "majority", "tie", "soft", "median", "counts", "final",
-                    "final_source")  # fmt: skip
+VOTE_COLUMNS = (
+    "item",
+    "condition",
+    "annotator",
+    "question",
+    "value",
+    "comment",
+    "created_at",
+    "seconds",
+    "annotator_kind",
+    "platform",
+    "platform_id",
+)
+MAJORITY_COLUMNS = (
+    "item",
+    "condition",
+    "question",
+    "n_votes",
+    "majority",
+    "tie",
+    "soft",
+    "median",
+    "counts",
+    "final",
+    "final_source",
+)
 COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
-AGREEMENT_COLUMNS = ("question", "n_items", "n_annotators", "n_votes", "level",
-                     *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")), "notes")  # fmt: skip
-CORRELATION_COLUMNS = ("metric", "n", "pearson", "pearson_low", "pearson_high", "p_value", "bootstrap_low",
-                       "bootstrap_high", "spearman", "kendall", "signature", "kind", "metric_b", "diff", "diff_low",
-                       "diff_high", "t", "p_adjusted", "adjust", "n_needed", "note")  # fmt: skip
+AGREEMENT_COLUMNS = (
+    "question",
+    "n_items",
+    "n_annotators",
+    "n_votes",
+    "level",
+    *(f"{c}{end}" for c in COEFFICIENTS for end in ("", "_low", "_high")),
+    "notes",
+)
+CORRELATION_COLUMNS = (
+    "metric",
+    "n",
+    "pearson",
+    "pearson_low",
+    "pearson_high",
+    "p_value",
+    "bootstrap_low",
+    "bootstrap_high",
+    "spearman",
+    "kendall",
+    "signature",
+    "kind",
+    "metric_b",
+    "diff",
+    "diff_low",
+    "diff_high",
+    "t",
+    "p_adjusted",
+    "adjust",
+    "n_needed",
+    "note",
+)
 
 
 def csv_bytes(rows: Iterable[dict], columns: Sequence[str]) -> bytes:
@@ -79,9 +128,16 @@ def majority_csv(majority: dict, adjudications: dict | None = None) -> bytes:
             counts = {k[2:]: v for k, v in row.items() if k.startswith("n_") and k != "n_votes"}
             adjudicated = adjudications.get((row["item"], row.get("condition") or "", question))
             final, source = (adjudicated["value"], "adjudicated") if adjudicated else (row.get("majority"), "majority")
-            rows.append({**{c: row[c] for c in MAJORITY_COLUMNS if c in row}, "question": question,
-                         "tie": int(row["tie"]), "counts": json.dumps(counts, ensure_ascii=False),
-                         "final": final, "final_source": source if final is not None else ""})  # fmt: skip
+            rows.append(
+                {
+                    **{c: row[c] for c in MAJORITY_COLUMNS if c in row},
+                    "question": question,
+                    "tie": int(row["tie"]),
+                    "counts": json.dumps(counts, ensure_ascii=False),
+                    "final": final,
+                    "final_source": source if final is not None else "",
+                }
+            )
     return csv_bytes(rows, MAJORITY_COLUMNS)
 
 
@@ -103,21 +159,52 @@ def correlation_csv(correlation: dict) -> bytes:
     for row in correlation["metrics"]:
         fisher = row["pearson_ci"] or (None, None)
         boot = row["bootstrap_ci"] or (None, None)
-        rows.append({**row, "pearson_low": fisher[0], "pearson_high": fisher[1], "bootstrap_low": boot[0],
-                     "bootstrap_high": boot[1], "signature": correlation["signature"], "kind": "metric"})  # fmt: skip
+        rows.append(
+            {
+                **row,
+                "pearson_low": fisher[0],
+                "pearson_high": fisher[1],
+                "bootstrap_low": boot[0],
+                "bootstrap_high": boot[1],
+                "signature": correlation["signature"],
+                "kind": "metric",
+            }
+        )
     for w in correlation["williams"]:  # then one row per pair of metrics: the difference and its test
         adjusted = next((k for k in ("p_holm", "p_bh") if k in w), None)
         diff_ci = w.get("diff_ci") or (None, None)
-        rows.append({"kind": "difference", "metric": w["a"], "metric_b": w["b"], "n": w["n"], "diff": w.get("diff"),
-                     "diff_low": diff_ci[0], "diff_high": diff_ci[1], "t": w.get("t"), "p_value": w.get("p_value"),
-                     "p_adjusted": w.get(adjusted) if adjusted else None, "adjust": adjusted[2:] if adjusted else "none",
-                     "n_needed": w.get("n_needed"), "signature": correlation["signature"]})  # fmt: skip
+        rows.append(
+            {
+                "kind": "difference",
+                "metric": w["a"],
+                "metric_b": w["b"],
+                "n": w["n"],
+                "diff": w.get("diff"),
+                "diff_low": diff_ci[0],
+                "diff_high": diff_ci[1],
+                "t": w.get("t"),
+                "p_value": w.get("p_value"),
+                "p_adjusted": w.get(adjusted) if adjusted else None,
+                "adjust": adjusted[2:] if adjusted else "none",
+                "n_needed": w.get("n_needed"),
+                "signature": correlation["signature"],
+            }
+        )
     ceiling = correlation.get("human_ceiling") or {}
     if ceiling.get("r_max") is not None or ceiling.get("note"):
         ci = ceiling.get("ci") or (None, None)
-        rows.append({"kind": "ceiling", "metric": "human_ceiling", "n": correlation.get("n_dialogues"),
-                     "pearson": ceiling.get("r_max"), "pearson_low": ci[0], "pearson_high": ci[1],
-                     "note": ceiling.get("note") or ceiling.get("method"), "signature": correlation["signature"]})  # fmt: skip
+        rows.append(
+            {
+                "kind": "ceiling",
+                "metric": "human_ceiling",
+                "n": correlation.get("n_dialogues"),
+                "pearson": ceiling.get("r_max"),
+                "pearson_low": ci[0],
+                "pearson_high": ci[1],
+                "note": ceiling.get("note") or ceiling.get("method"),
+                "signature": correlation["signature"],
+            }
+        )
     rows += [{"kind": "note", "note": note, "signature": correlation["signature"]} for note in correlation.get("notes", [])]
     return csv_bytes(rows, CORRELATION_COLUMNS)
 

@@ -102,9 +102,10 @@ def parse_json(path: str | os.PathLike, text: str):
     cap = max_json_values()
     if json_values(text, cap) > cap:
         raise ReaderError(
-            path, "", f"more than {cap:,} JSON values (objects, lists, keys, strings, numbers): over the limit "
-            "(DST_JUDGE_MAX_JSON_VALUES)",
-        )  # fmt: skip
+            path,
+            "",
+            f"more than {cap:,} JSON values (objects, lists, keys, strings, numbers): over the limit (DST_JUDGE_MAX_JSON_VALUES)",
+        )
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

@@ -156,10 +156,14 @@ def read(path: str | os.PathLike, data: bytes | None = None) -> list[Dialogue]:
 
 # MultiWOZ's booking slots: their original names start with "book " (the FGA files' order).
 BOOKING_SLOTS = {
-    ("hotel", "day"), ("hotel", "people"), ("hotel", "stay"),
-    ("restaurant", "day"), ("restaurant", "people"), ("restaurant", "time"),
+    ("hotel", "day"),
+    ("hotel", "people"),
+    ("hotel", "stay"),
+    ("restaurant", "day"),
+    ("restaurant", "people"),
+    ("restaurant", "time"),
     ("train", "people"),
-}  # fmt: skip
+}
 SEPARATOR = "-" * 22
 
 

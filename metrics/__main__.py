@@ -55,8 +55,12 @@ def _add_rating_options(parser) -> None:
     parser.add_argument("--rating", default="mean", choices=("mean", "majority", "pairs"), help="human rating per dialogue")
     parser.add_argument("--tie", default="none", help="majority tie policy: none, random, fixed:<label>")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over dialogues (0: none)")
-    parser.add_argument("--resample", default="dialogues", choices=("dialogues", "dialogues+annotators"),
-                        help="bootstrap unit: dialogues, or dialogues and annotators (two-way)")
+    parser.add_argument(
+        "--resample",
+        default="dialogues",
+        choices=("dialogues", "dialogues+annotators"),
+        help="bootstrap unit: dialogues, or dialogues and annotators (two-way)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
 
@@ -66,16 +70,24 @@ def _add_analysis(subparsers) -> None:
     agreement.add_argument("votes", metavar="VOTES.csv")
     agreement.add_argument("--question", help="only this question (default: every question)")
     agreement.add_argument("--level", default="nominal", choices=("nominal", "ordinal", "interval", "ratio"))
-    agreement.add_argument("--weights", default="none", choices=("none", "linear", "quadratic"),
-                           help="weights for pairwise Cohen's kappa and Gwet's AC2 (--level governs alpha only)")
+    agreement.add_argument(
+        "--weights",
+        default="none",
+        choices=("none", "linear", "quadratic"),
+        help="weights for pairwise Cohen's kappa and Gwet's AC2 (--level governs alpha only)",
+    )
     agreement.add_argument("--gold", help="gold answers CSV (item, question, value[, condition]) for attention checks")
     agreement.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items (0: none)")
     agreement.add_argument("--seed", type=int, default=0)
     agreement.add_argument("--json", action="store_true")
     correlate = subparsers.add_parser("correlate", help="correlation of every metric with human ratings per dialogue")
     _add_rating_options(correlate)
-    correlate.add_argument("--adjust", default="holm", choices=("holm", "bh", "none"),
-                           help="p-value adjustment over every metric pair tested (default holm)")  # fmt: skip
+    correlate.add_argument(
+        "--adjust",
+        default="holm",
+        choices=("holm", "bh", "none"),
+        help="p-value adjustment over every metric pair tested (default holm)",
+    )
     _add_prediction_options(correlate, lambdas=True)
     calibrate = subparsers.add_parser("calibrate", help="the λ that makes FGA agree most with human ratings")
     _add_rating_options(calibrate)
@@ -85,8 +97,13 @@ def _add_analysis(subparsers) -> None:
     calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
     systems = subparsers.add_parser("systems", help="system-level correlation: each system's mean metric vs mean rating")
     systems.add_argument("--ratings", required=True, help="votes CSV whose condition column names the system")
-    systems.add_argument("--system", action="append", required=True, metavar="NAME=PATH",
-                         help="a system's predictions (repeat for each system; NAME as in the condition column)")
+    systems.add_argument(
+        "--system",
+        action="append",
+        required=True,
+        metavar="NAME=PATH",
+        help="a system's predictions (repeat for each system; NAME as in the condition column)",
+    )
     systems.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
     systems.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values")
     systems.add_argument("--format", dest="fmt", help="input format of the predictions")
@@ -184,10 +201,14 @@ def run_agreement(args) -> int:
 
     table = read_votes(args.votes)
     gold = _read_gold(args.gold) if args.gold else None
-    result = agreement_all(table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed,
-                           gold=gold, weights=args.weights)  # fmt: skip
-    return _emit(args, result, lambda present: (present.agreement_table(result), present.annotator_table(result),
-                                                present.cohen_table(result)))  # fmt: skip
+    result = agreement_all(
+        table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed, gold=gold, weights=args.weights
+    )
+    return _emit(
+        args,
+        result,
+        lambda present: (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result)),
+    )
 
 
 def _load_for_rating(args):
@@ -207,8 +228,15 @@ def run_correlate(args) -> int:
     settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
     dialogues, votes = _load_for_rating(args)
     result = correlate_study(
-        dialogues, votes, settings, rating=args.rating, tie=args.tie, resamples=args.bootstrap, seed=args.seed,
-        adjust=args.adjust, resample=args.resample,
+        dialogues,
+        votes,
+        settings,
+        rating=args.rating,
+        tie=args.tie,
+        resamples=args.bootstrap,
+        seed=args.seed,
+        adjust=args.adjust,
+        resample=args.resample,
     )
     return _emit(args, result, lambda present: [present.correlation_table(result)])
 
@@ -222,9 +250,17 @@ def run_calibrate(args) -> int:
     settings = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid), args.slots, args.rsa, args.normalise)
     dialogues, votes = _load_for_rating(args)
     result = calibrate_study(
-        dialogues, votes, settings, grid, rating=args.rating, tie=args.tie,
-        resamples=args.bootstrap, folds=args.folds, seed=args.seed, resample=args.resample,
-    )  # fmt: skip
+        dialogues,
+        votes,
+        settings,
+        grid,
+        rating=args.rating,
+        tie=args.tie,
+        resamples=args.bootstrap,
+        folds=args.folds,
+        seed=args.seed,
+        resample=args.resample,
+    )
     if args.plot:
         from exports.charts import r_lambda_chart, save_chart
 
@@ -251,10 +287,17 @@ def _pilot(args) -> dict:
     per = result["per_dialogue"]
     a, b = args.metric_a, args.metric_b
     pairs = np.array([(d[a], d[b]) for d in per if d[a] is not None and d[b] is not None])
-    return {"ratings": args.pilot, "metric_a": args.metric_a, "metric_b": args.metric_b, "n_dialogues": result["n_dialogues"],
-            "r_a": rows[args.metric_a]["pearson"], "r_b": rows[args.metric_b]["pearson"],
-            "r_ab": float(np.corrcoef(pairs.T)[0, 1]), "icc_single": result["human_ceiling"].get("reliability_single"),
-            "k": len(votes) / max(1, result["n_dialogues"])}  # fmt: skip
+    return {
+        "ratings": args.pilot,
+        "metric_a": args.metric_a,
+        "metric_b": args.metric_b,
+        "n_dialogues": result["n_dialogues"],
+        "r_a": rows[args.metric_a]["pearson"],
+        "r_b": rows[args.metric_b]["pearson"],
+        "r_ab": float(np.corrcoef(pairs.T)[0, 1]),
+        "icc_single": result["human_ceiling"].get("reliability_single"),
+        "k": len(votes) / max(1, result["n_dialogues"]),
+    }
 
 
 def run_systems(args) -> int:
@@ -320,9 +363,14 @@ def run_plan(args) -> int:
 
 
 COMMANDS = {
-    "systems": run_systems, "judge": run_judge, "plan": run_plan, "score": run_score, "agreement": run_agreement,
-    "correlate": run_correlate, "calibrate": run_calibrate,
-}  # fmt: skip  # fmt: skip
+    "systems": run_systems,
+    "judge": run_judge,
+    "plan": run_plan,
+    "score": run_score,
+    "agreement": run_agreement,
+    "correlate": run_correlate,
+    "calibrate": run_calibrate,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,16 +105,31 @@ def _boot_weights(weights: np.ndarray, resamples: int, rng: np.random.Generator)
     return bootstrap_weights(len(weights), resamples, rng) * weights[None, :]
 
 
-def compare(metric_a: np.ndarray, metric_b: np.ndarray, rating: np.ndarray, weights: np.ndarray, *,
-            resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:  # fmt: skip
+def compare(
+    metric_a: np.ndarray,
+    metric_b: np.ndarray,
+    rating: np.ndarray,
+    weights: np.ndarray,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
     """r(A), r(B) and r(A) - r(B) over the judged dialogues, weighted by ``weights`` (1/π), with
     percentile bootstrap intervals over dialogues (weights kept with their dialogues)."""
     x = np.column_stack([metric_a, metric_b]).astype(float)
     y = np.asarray(rating, dtype=float)
     w = np.asarray(weights, dtype=float)
     r = _weighted_r_rows(x, y, w[None, :])[0]
-    row = {"r_a": float(r[0]), "r_b": float(r[1]), "diff": float(r[0] - r[1]), "n": int(len(y)),
-           "ci": None, "ci_width": None, "method": "weighted Pearson (1/π, Hájek), bootstrap over dialogues"}  # fmt: skip
+    row = {
+        "r_a": float(r[0]),
+        "r_b": float(r[1]),
+        "diff": float(r[0] - r[1]),
+        "n": int(len(y)),
+        "ci": None,
+        "ci_width": None,
+        "method": "weighted Pearson (1/π, Hájek), bootstrap over dialogues",
+    }
     if resamples > 0 and len(y) >= 3:
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         diffs = boot[:, 0] - boot[:, 1]
@@ -125,8 +140,16 @@ def compare(metric_a: np.ndarray, metric_b: np.ndarray, rating: np.ndarray, weig
     return row
 
 
-def lambda_star(fga_by_lambda: np.ndarray, grid: Sequence[float], rating: np.ndarray, weights: np.ndarray, *,
-                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> dict:  # fmt: skip
+def lambda_star(
+    fga_by_lambda: np.ndarray,
+    grid: Sequence[float],
+    rating: np.ndarray,
+    weights: np.ndarray,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict:
     """λ* = the grid value whose FGA correlates best (weighted) with the ratings, with a percentile
     bootstrap interval over dialogues."""
     grid = np.asarray(grid, dtype=float)
@@ -134,8 +157,14 @@ def lambda_star(fga_by_lambda: np.ndarray, grid: Sequence[float], rating: np.nda
     y, w = np.asarray(rating, dtype=float), np.asarray(weights, dtype=float)
     r = _weighted_r_rows(x, y, w[None, :])[0]
     best = float(grid[int(np.nanargmax(r))]) if np.isfinite(r).any() else None
-    row = {"lambda_star": best, "r": None if best is None else float(np.nanmax(r)), "n": int(len(y)),
-           "ci": None, "ci_width": None, "method": "argmax weighted Pearson (1/π), bootstrap over dialogues"}  # fmt: skip
+    row = {
+        "lambda_star": best,
+        "r": None if best is None else float(np.nanmax(r)),
+        "n": int(len(y)),
+        "ci": None,
+        "ci_width": None,
+        "method": "argmax weighted Pearson (1/π), bootstrap over dialogues",
+    }
     if resamples > 0 and len(y) >= 3 and best is not None:
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
@@ -167,9 +196,18 @@ def projected_judgements(spent: int, width: float | None, target: float | None) 
     return int(np.ceil(spent * (width / target) ** 2))
 
 
-def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: np.ndarray, *, fga_grid: np.ndarray | None = None,
-                  grid: Sequence[float] = (), resamples: int = 1000, seed: int = 0, adjust: str = "holm",
-                  confidence: float = 0.95) -> dict:  # fmt: skip
+def design_report(
+    metric_values: dict[str, np.ndarray],
+    rating: np.ndarray,
+    pi: np.ndarray,
+    *,
+    fga_grid: np.ndarray | None = None,
+    grid: Sequence[float] = (),
+    resamples: int = 1000,
+    seed: int = 0,
+    adjust: str = "holm",
+    confidence: float = 0.95,
+) -> dict:
     """Every correlation, difference and λ* of a study under its design: each judged dialogue weighted
     by 1/π (``pi``), intervals from the bootstrap over the judged dialogues (weights kept), p-values of
     the differences from the same bootstrap (twice the smaller tail share), adjusted over the pairs.
@@ -191,8 +229,16 @@ def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: 
         values = values[np.isfinite(values)]
         return None if values.size < 10 else [float(v) for v in percentile_ci(values, confidence)]
 
-    rows = [{"metric": name, "n": int(len(y)), "n_effective": round(n_eff, 1), "pearson": float(r[j]),
-             "bootstrap_ci": None if boot is None else interval(boot[:, j])} for j, name in enumerate(names)]  # fmt: skip
+    rows = [
+        {
+            "metric": name,
+            "n": int(len(y)),
+            "n_effective": round(n_eff, 1),
+            "pearson": float(r[j]),
+            "bootstrap_ci": None if boot is None else interval(boot[:, j]),
+        }
+        for j, name in enumerate(names)
+    ]
     differences = []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):
@@ -209,9 +255,14 @@ def design_report(metric_values: dict[str, np.ndarray], rating: np.ndarray, pi: 
     if adjusted is not None:
         for entry, value in zip(tested, adjusted, strict=True):
             entry[f"p_{adjust}"] = value
-    result = {"n_judged": int(len(y)), "n_effective": round(n_eff, 1), "metrics": rows, "differences": differences,
-              "method": "Hájek-weighted Pearson (1/π), percentile bootstrap over judged dialogues",
-              "lambda": None}  # fmt: skip
+    result = {
+        "n_judged": int(len(y)),
+        "n_effective": round(n_eff, 1),
+        "metrics": rows,
+        "differences": differences,
+        "method": "Hájek-weighted Pearson (1/π), percentile bootstrap over judged dialogues",
+        "lambda": None,
+    }
     if fga_grid is not None and len(grid) and len(y) >= 3:
         result["lambda"] = lambda_star(fga_grid, grid, y, w, resamples=resamples, seed=seed, confidence=confidence)
     return result

@@ -197,8 +197,9 @@ def median_labels(table: UnitTable) -> np.ndarray:
     """Median vote per unit for an ordinal or numeric scale (NaN if not numeric or no votes)."""
     if table.numeric_values is None:
         return np.full(len(table.units), np.nan)
-    return np.array([np.median(column[~np.isnan(column)]) if (~np.isnan(column)).any() else np.nan
-                     for column in table.numeric_codes().T])  # fmt: skip
+    return np.array(
+        [np.median(column[~np.isnan(column)]) if (~np.isnan(column)).any() else np.nan for column in table.numeric_codes().T]
+    )
 
 
 def aggregate_rows(table: UnitTable, question: str, tie: str = "none", seed: int = 0) -> list[dict]:

@@ -233,8 +233,15 @@ def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None 
         others[np.flatnonzero(voted), mine[voted].astype(int)] -= 1
         majority = majority_from_counts(others, list(range(n_categories)), "none").labels
         pairs = [(int(mine[u]), majority[u]) for u in np.flatnonzero(voted) if majority[u] is not None]
-        row = {"annotator": name, "n_votes": int(voted.sum()), "n_compared": len(pairs), "agree_with_others": None,
-               "kappa_with_others": None, "gold_accuracy": None, "n_gold": 0}  # fmt: skip
+        row = {
+            "annotator": name,
+            "n_votes": int(voted.sum()),
+            "n_compared": len(pairs),
+            "agree_with_others": None,
+            "kappa_with_others": None,
+            "gold_accuracy": None,
+            "n_gold": 0,
+        }
         if pairs:
             row["agree_with_others"] = sum(m == o for m, o in pairs) / len(pairs)
             confusion = np.zeros((n_categories, n_categories))
@@ -243,8 +250,9 @@ def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None 
             if not np.isclose(margins, 1.0):
                 row["kappa_with_others"] = round(float(cohens_kappa(confusion, return_results=False)), 12)
         if gold:
-            checked = [(table.categories[int(mine[u])], gold[unit]) for u, unit in enumerate(table.units)
-                       if voted[u] and unit in gold]  # fmt: skip
+            checked = [
+                (table.categories[int(mine[u])], gold[unit]) for u, unit in enumerate(table.units) if voted[u] and unit in gold
+            ]
             row["n_gold"] = len(checked)
             if checked:
                 row["gold_accuracy"] = sum(mine_value == g for mine_value, g in checked) / len(checked)
@@ -276,7 +284,12 @@ def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str, wei
 
 
 def bootstrap_cis(
-    table: UnitTable, level: str, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+    table: UnitTable,
+    level: str,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
     weights: np.ndarray | None = None,
 ) -> tuple[dict[str, list[float] | None], list[str]]:
     """Percentile CIs over items: every item with a vote is resampled with replacement, the same items the
@@ -361,16 +374,20 @@ def agreement_report(
             if pair["n"] == 0:
                 continue
             try:
-                pair["kappa"], _ = cohen_kappa(table.codes[a], table.codes[b], len(table.categories), scale,
-                                               None if weights == "none" else weights)  # fmt: skip
+                pair["kappa"], _ = cohen_kappa(
+                    table.codes[a], table.codes[b], len(table.categories), scale, None if weights == "none" else weights
+                )
             except Undefined as why:
                 pair["note"] = str(why)
             result["cohen_kappa_pairwise"].append(pair)
     weighted = "unweighted" if weights == "none" else f"{weights} weights over the answers' values"
     result["labels"] = {
-        "percent_agreement": "unweighted", "krippendorff_alpha": f"level {level} (--level)", "fleiss_kappa": "unweighted",
-        "gwet_ac1": "unweighted", "cohen_kappa_pairwise": f"{weighted} (--weights)",
-    }  # fmt: skip
+        "percent_agreement": "unweighted",
+        "krippendorff_alpha": f"level {level} (--level)",
+        "fleiss_kappa": "unweighted",
+        "gwet_ac1": "unweighted",
+        "cohen_kappa_pairwise": f"{weighted} (--weights)",
+    }
     if weight_matrix is not None:
         result["gwet_ac2"] = _safe(lambda: gwet_ac2(rated, weight_matrix), notes, "Gwet's AC2")
         result["labels"]["gwet_ac2"] = f"{weighted} (--weights)"
@@ -380,8 +397,10 @@ def agreement_report(
     unanimous = rated.shape[0] > 0 and bool(np.all(rated.max(axis=1) == rated.sum(axis=1)))
     result["ci_degenerate"] = [n for n, ci in result["ci"].items() if ci is not None and ci[0] == ci[1]]
     if unanimous:
-        ci_notes.append("complete agreement: every item's votes agree, so the bootstrap interval collapses to a point "
-                        "(ci_degenerate); it does not measure uncertainty: more items would")  # fmt: skip
+        ci_notes.append(
+            "complete agreement: every item's votes agree, so the bootstrap interval collapses to a point "
+            "(ci_degenerate); it does not measure uncertainty: more items would"
+        )
     result["bootstrap"] = {"resamples": resamples, "seed": seed, "confidence": 0.95}
     result["notes"] = notes + ci_notes
     return result

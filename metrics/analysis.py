@@ -60,9 +60,15 @@ def select_votes(table: VoteTable, question: str | None, condition: str | None =
 
 
 def agreement_all(
-    table: VoteTable, *, question: str | None = None, level: str = "nominal", resamples: int = 1000, seed: int = 0,
-    gold: dict | None = None, weights: str = "none",
-) -> dict:  # fmt: skip
+    table: VoteTable,
+    *,
+    question: str | None = None,
+    level: str = "nominal",
+    resamples: int = 1000,
+    seed: int = 0,
+    gold: dict | None = None,
+    weights: str = "none",
+) -> dict:
     """``{"signature", "questions": {q: report}}`` for one question or every question."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
@@ -70,8 +76,9 @@ def agreement_all(
     reports = {}
     for q in questions:
         q_gold = None if gold is None else {unit: value for (unit, gq), value in gold.items() if gq == q}
-        reports[q] = agreement_report(table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold,
-                                      weights=weights)  # fmt: skip
+        reports[q] = agreement_report(
+            table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights
+        )
     notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
     options = {"weights": weights} if weights != "none" else {}
     signature = analysis_signature(None, agreement=level, boot=resamples, seed=seed, ci="percentile95", **options)
@@ -98,19 +105,37 @@ def per_dialogue_metrics(dialogues: Sequence[Dialogue], settings: ScoreSettings)
 
 
 def correlate_study(
-    dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, *, rating: str = "mean",
-    tie: str = "none", resamples: int = 1000, seed: int = 0, adjust: str = "holm", resample: str = "dialogues",
-) -> dict:  # fmt: skip
+    dialogues: Sequence[Dialogue],
+    votes: Sequence[Vote],
+    settings: ScoreSettings,
+    *,
+    rating: str = "mean",
+    tie: str = "none",
+    resamples: int = 1000,
+    seed: int = 0,
+    adjust: str = "holm",
+    resample: str = "dialogues",
+) -> dict:
     """The ``python -m metrics correlate --json`` contract."""
     ids, values = per_dialogue_metrics(dialogues, settings)
     ratings = ratings_for(votes, ids, rating, tie)
     position = {d: i for i, d in enumerate(ids)}
     rows = np.array([position[d] for d in ratings.dialogue_ids])
-    report = correlation_report({k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed,
-                                adjust=adjust, resample=resample)  # fmt: skip
+    report = correlation_report(
+        {k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed, adjust=adjust, resample=resample
+    )
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
-    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, seed=seed, resample=resample,
-                                   ci="fisher95+percentile95+bca95", diff="zou2007", adjust=adjust)  # fmt: skip
+    signature = analysis_signature(
+        settings,
+        rating=rating,
+        tie=tie,
+        boot=resamples,
+        seed=seed,
+        resample=resample,
+        ci="fisher95+percentile95+bca95",
+        diff="zou2007",
+        adjust=adjust,
+    )
     return {
         "signature": signature,
         "n_dialogues": ratings.n_dialogues,
@@ -126,22 +151,31 @@ def correlate_study(
                 **{k: (None if not np.isfinite(v[rows][i]) else float(v[rows][i])) for k, v in values.items()},
             }
             for i, d in enumerate(ratings.dialogue_ids)
-        ],  # fmt: skip
+        ],
     }
 
 
 def calibrate_study(
-    dialogues: Sequence[Dialogue], votes: Sequence[Vote], settings: ScoreSettings, grid: np.ndarray, *,
-    rating: str = "mean", tie: str = "none", resamples: int = 1000, folds: int = 5, seed: int = 0,
+    dialogues: Sequence[Dialogue],
+    votes: Sequence[Vote],
+    settings: ScoreSettings,
+    grid: np.ndarray,
+    *,
+    rating: str = "mean",
+    tie: str = "none",
+    resamples: int = 1000,
+    folds: int = 5,
+    seed: int = 0,
     resample: str = "dialogues",
-) -> dict:  # fmt: skip
+) -> dict:
     """The ``python -m metrics calibrate --json`` contract."""
     stats = extract(dialogues, normalise=settings.normalise)
     ratings = ratings_for(votes, stats.dialogue_ids, rating, tie)
     terms = FgaTerms.from_statistics(stats, ratings.dialogue_ids)
     result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed, resample=resample)
-    signature = analysis_signature(settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, resample=resample,
-                                   fit="grid+brent")  # fmt: skip
+    signature = analysis_signature(
+        settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, resample=resample, fit="grid+brent"
+    )
     return {"signature": signature, **result}
 
 
@@ -166,9 +200,19 @@ class AnalysisSettings:
     resample: str = "dialogues"  # bootstrap unit for correlation and calibration: dialogues, dialogues+annotators
 
     def to_dict(self) -> dict:
-        return {"level": self.level, "tie": self.tie, "rating": self.rating, "lambdas": list(self.lambdas),
-                "grid": list(self.grid), "resamples": self.resamples, "folds": self.folds, "seed": self.seed,
-                "adjust": self.adjust, "weights": self.weights, "resample": self.resample}  # fmt: skip
+        return {
+            "level": self.level,
+            "tie": self.tie,
+            "rating": self.rating,
+            "lambdas": list(self.lambdas),
+            "grid": list(self.grid),
+            "resamples": self.resamples,
+            "folds": self.folds,
+            "seed": self.seed,
+            "adjust": self.adjust,
+            "weights": self.weights,
+            "resample": self.resample,
+        }
 
     @classmethod
     def from_dict(cls, values: dict | None) -> AnalysisSettings:
@@ -209,8 +253,9 @@ def votes_summary(votes: VoteTable, settings: AnalysisSettings, *, gold: dict | 
     result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
     if not votes.votes:
         return result
-    result["agreement"] = agreement_all(votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold,
-                                        weights=settings.weights)  # fmt: skip
+    result["agreement"] = agreement_all(
+        votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold, weights=settings.weights
+    )
     result["majority"] = {
         q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
     }
@@ -284,9 +329,14 @@ def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], se
 
 
 def metrics_summary(
-    dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, *, question: str = "satisfied",
-    condition: str | None = None, progress: Progress | None = None,
-) -> dict:  # fmt: skip
+    dialogues: dict[str, list[Dialogue]],
+    votes: VoteTable,
+    settings: AnalysisSettings,
+    *,
+    question: str = "satisfied",
+    condition: str | None = None,
+    progress: Progress | None = None,
+) -> dict:
     """Correlation of every metric with the ratings and λ calibration, for one system (condition):
     ``condition``, ``conditions``, and ``correlation`` + ``calibration`` or a ``correlation_note``."""
     report = progress or _silent
@@ -310,16 +360,31 @@ def metrics_summary(
         report(0.4, "correlation")
         scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
         result["correlation"] = correlate_study(
-            dialogues[chosen], rated, scoring, rating=settings.rating, tie=settings.tie, resamples=settings.resamples,
-            seed=settings.seed, adjust=settings.adjust, resample=settings.resample,
-        )  # fmt: skip
+            dialogues[chosen],
+            rated,
+            scoring,
+            rating=settings.rating,
+            tie=settings.tie,
+            resamples=settings.resamples,
+            seed=settings.seed,
+            adjust=settings.adjust,
+            resample=settings.resample,
+        )
         report(0.7, "λ calibration")
         grid = np.linspace(*settings.grid)
         grid_scoring = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid))
         result["calibration"] = calibrate_study(
-            dialogues[chosen], rated, grid_scoring, grid, rating=settings.rating, tie=settings.tie,
-            resamples=settings.resamples, folds=settings.folds, seed=settings.seed, resample=settings.resample,
-        )  # fmt: skip
+            dialogues[chosen],
+            rated,
+            grid_scoring,
+            grid,
+            rating=settings.rating,
+            tie=settings.tie,
+            resamples=settings.resamples,
+            folds=settings.folds,
+            seed=settings.seed,
+            resample=settings.resample,
+        )
     except ValueError as why:
         result["correlation_note"] = str(why)
     return result
@@ -331,9 +396,15 @@ def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
 
 
 def design_summary(
-    dialogues: dict[str, list[Dialogue]], votes: VoteTable, settings: AnalysisSettings, pi: dict, *,
-    question: str = "satisfied", condition: str | None = None, allocation: dict | None = None,
-) -> dict:  # fmt: skip
+    dialogues: dict[str, list[Dialogue]],
+    votes: VoteTable,
+    settings: AnalysisSettings,
+    pi: dict,
+    *,
+    question: str = "satisfied",
+    condition: str | None = None,
+    allocation: dict | None = None,
+) -> dict:
     """A study's estimates under its allocation design (``metrics.adaptive.design_report``): every
     metric's correlation, every difference and λ*, each judged dialogue weighted by 1/π.  ``pi`` maps
     (dialogue id, condition) to the dialogue's inclusion probability."""
@@ -361,7 +432,13 @@ def design_summary(
     _, on_grid = per_dialogue_metrics(dialogues[chosen], ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid)))
     fga_grid = np.column_stack([on_grid[f"fga_{v:g}"] for v in grid])[rows]
     report = adaptive.design_report(
-        {k: v[rows] for k, v in values.items()}, mean, probabilities, fga_grid=fga_grid, grid=grid,
-        resamples=settings.resamples, seed=settings.seed, adjust=settings.adjust,
-    )  # fmt: skip
+        {k: v[rows] for k, v in values.items()},
+        mean,
+        probabilities,
+        fga_grid=fga_grid,
+        grid=grid,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        adjust=settings.adjust,
+    )
     return {**base, **report}

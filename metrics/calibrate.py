@@ -93,9 +93,11 @@ class _Fit:
         lam, r_best = float(self.grid[best]), float(curve[best])
         low, high = self.grid[max(best - 1, 0)], self.grid[min(best + 1, self.grid.size - 1)]
         found = minimize_scalar(
-            lambda v: -np.nan_to_num(self.r(v, weights), nan=-2.0), bounds=(low, high), method="bounded",
+            lambda v: -np.nan_to_num(self.r(v, weights), nan=-2.0),
+            bounds=(low, high),
+            method="bounded",
             options={"xatol": 1e-4 * max(high - low, 1e-12)},
-        )  # fmt: skip
+        )
         if found.success and -found.fun > r_best + 1e-12:
             lam, r_best = float(found.x), float(-found.fun)
         return lam, r_best, at_bound
@@ -146,8 +148,9 @@ def calibrate(
         "forgetting": {"p": forget_fraction, "turns_to_forget": _turns_to_forget(best_lambda, forget_fraction)},
     }
     band_low = band_high = np.full(grid.size, np.nan)
-    result.update(ci_lambda=None, ci_r=None, at_bound=None,
-                  bootstrap={"resamples": resamples, "seed": seed, "resample": resample})  # fmt: skip
+    result.update(
+        ci_lambda=None, ci_r=None, at_bound=None, bootstrap={"resamples": resamples, "seed": seed, "resample": resample}
+    )
     if resamples <= 0:
         notes.append("--bootstrap 0: no confidence interval was computed for λ* or r (ci_lambda and ci_r are null)")
     if resamples > 0:
@@ -158,8 +161,9 @@ def calibrate(
         if n_b.ndim == 1:
             refits = np.array([fit.refine(curves[b], weights[b]) for b in range(resamples)])
         else:  # each resample has its own annotators, so its own rating sums
-            refits = np.array([_Fit(terms, n_b[b], sy_b[b], syy_b[b], grid).refine(curves[b], weights[b])
-                               for b in range(resamples)])  # fmt: skip
+            refits = np.array(
+                [_Fit(terms, n_b[b], sy_b[b], syy_b[b], grid).refine(curves[b], weights[b]) for b in range(resamples)]
+            )
         valid = np.isfinite(refits[:, 0])
         if valid.sum() < resamples:
             notes.append(f"{resamples - int(valid.sum())} bootstrap resample(s) had constant ratings or FGA, left out")
@@ -175,9 +179,10 @@ def calibrate(
             result["ci_lambda"] = [float(lam_lo), None]
             result["ci_lambda_open"] = (
                 f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there; "
-                f"r at λ → ∞ (turn-level match) is {result['r_turn']:.3f}" if result["r_turn"] is not None else
-                f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there"
-            )  # fmt: skip
+                f"r at λ → ∞ (turn-level match) is {result['r_turn']:.3f}"
+                if result["r_turn"] is not None
+                else f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there"
+            )
             notes.append(result["ci_lambda_open"])
         band_low, band_high = percentile_ci(curves, confidence)
     result["curve"] = [

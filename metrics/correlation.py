@@ -234,8 +234,10 @@ def rank_cis(spearman: float | None, kendall: float | None, n: int, confidence: 
         centre, half = math.atanh(r), z * math.sqrt(variance)
         return [math.tanh(centre - half), math.tanh(centre + half)]
 
-    return (interval(spearman, (1 + (spearman or 0) ** 2 / 2) / (n - 3) if n > 3 else None),
-            interval(kendall, 0.437 / (n - 4) if n > 4 else None))  # fmt: skip
+    return (
+        interval(spearman, (1 + (spearman or 0) ** 2 / 2) / (n - 3) if n > 3 else None),
+        interval(kendall, 0.437 / (n - 4) if n > 4 else None),
+    )
 
 
 def bootstrap_weights(n_dialogues: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -388,8 +390,12 @@ def correlation_report(
         if weights is not None:
             boot = weighted_pearson(masked, n_b * valid, sy_b * valid, syy_b * valid, weights)
         units = int(np.unique(ratings.dialogue[keep]).size)
-        row = {"metric": name, "n": units, **({"n_votes": int(keep.sum())} if pairs else {}),
-               **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None)}  # fmt: skip
+        row = {
+            "metric": name,
+            "n": units,
+            **({"n_votes": int(keep.sum())} if pairs else {}),
+            **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None),
+        }
         row["spearman_ci"], row["kendall_ci"] = rank_cis(row["spearman"], row["kendall"], units)
         row["bca_ci"] = None
         if boot is not None and row["pearson"] is not None:
@@ -403,9 +409,7 @@ def correlation_report(
     if pairs:  # metrics are compared on the dialogues' mean ratings: the dialogue is the unit
         rated = n > 0
         y_unit = np.where(rated, sy / np.maximum(n, 1), np.nan)
-        observed = {
-            name: (per_dialogue, rated & np.isfinite(per_dialogue)) for name, per_dialogue in metric_values.items()
-        }
+        observed = {name: (per_dialogue, rated & np.isfinite(per_dialogue)) for name, per_dialogue in metric_values.items()}
         y = y_unit
     for i, a in enumerate(rows):
         for b in rows[i + 1 :]:
@@ -434,15 +438,19 @@ def correlation_report(
             entry[f"p_{adjust}"] = value
     notes = []
     if resamples > 0 and resample != "dialogues":
-        notes.append("bootstrap over dialogues and annotators (two-way): the intervals include the uncertainty of which "
-                     "annotators were asked; BCa's acceleration comes from a jackknife over dialogues")  # fmt: skip
+        notes.append(
+            "bootstrap over dialogues and annotators (two-way): the intervals include the uncertainty of which "
+            "annotators were asked; BCa's acceleration comes from a jackknife over dialogues"
+        )
     if resamples <= 0:
         notes.append("--bootstrap 0: no bootstrap interval was computed (bootstrap_ci and the ceiling's ci are null)")
     if pairs:
-        notes.append("rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
-                     "counts dialogues, the interval is Fisher z with the standard error of the bootstrap over dialogues "
-                     "(Fisher with n = dialogues, conservative, without a bootstrap), and metrics are compared (Williams, "
-                     "Zou) on the dialogues' mean ratings")  # fmt: skip
+        notes.append(
+            "rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
+            "counts dialogues, the interval is Fisher z with the standard error of the bootstrap over dialogues "
+            "(Fisher with n = dialogues, conservative, without a bootstrap), and metrics are compared (Williams, "
+            "Zou) on the dialogues' mean ratings"
+        )
     if williams and adjust != "none":
         name = "Holm" if adjust == "holm" else "Benjamini-Hochberg"
         notes.append(f"p_{adjust}: {name} adjustment over the {len(tested)} metric pairs tested")
@@ -497,10 +505,14 @@ def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resampl
     annotator against the mean of the others (how well one person predicts the rest), which is not a
     ceiling."""
     annotators, matrix = _rating_matrix(votes, dialogue_ids)
-    result = {"r_max": None, "reliability": None, "ci": None,
-              "method": "r_max = sqrt(ICC(1,k)): reliability of the per-dialogue mean rating, one-way random effects; "
-                        "percentile bootstrap over dialogues",
-              "annotator_vs_rest": _annotator_vs_rest(annotators, matrix)}  # fmt: skip
+    result = {
+        "r_max": None,
+        "reliability": None,
+        "ci": None,
+        "method": "r_max = sqrt(ICC(1,k)): reliability of the per-dialogue mean rating, one-way random effects; "
+        "percentile bootstrap over dialogues",
+        "annotator_vs_rest": _annotator_vs_rest(annotators, matrix),
+    }
     by_dialogue = matrix.T
     single, reliability = icc_oneway(by_dialogue)
     result["reliability_single"] = single if np.isfinite(single) else None  # ICC(1,1): one rating

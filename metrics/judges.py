@@ -50,8 +50,7 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
     both = sorted({v.annotator for v in judge_votes} & {v.annotator for v in human_votes})
     if both:
         notes.append(f"judge name(s) also among the human annotators: {', '.join(both)}; they are kept apart all the same")
-    categories = sorted({*truth.values(), *(v.value for v in judge_votes)},
-                        key=lambda c: (float(c), c) if numeric else (0, c))  # fmt: skip
+    categories = sorted({*truth.values(), *(v.value for v in judge_votes)}, key=lambda c: (float(c), c) if numeric else (0, c))
     index = {c: i for i, c in enumerate(categories)}
     rng = np.random.default_rng(seed)
     # A judges' file without a condition column names items only: an item with one condition is found
@@ -70,8 +69,14 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
         shared = [u for u in labels if u in truth]
         h = np.array([index[truth[u]] for u in shared])
         j = np.array([index[labels[u]] for u in shared])
-        row = {"judge": name, "n": len(shared), "accuracy": None, "cohen_kappa": None, "kappa_ci": None,
-               "confusion": {c: {d: 0 for d in categories} for c in categories}}  # fmt: skip
+        row = {
+            "judge": name,
+            "n": len(shared),
+            "accuracy": None,
+            "cohen_kappa": None,
+            "kappa_ci": None,
+            "confusion": {c: {d: 0 for d in categories} for c in categories},
+        }
         for a, b in zip(h, j):
             row["confusion"][categories[a]][categories[b]] += 1
         if shared:
@@ -88,12 +93,16 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
         row["kappa_ci_degenerate"] = row["kappa_ci"] is not None and row["kappa_ci"][0] == row["kappa_ci"][1]
         if row["kappa_ci_degenerate"]:
             if len(set(j.tolist())) == 1:
-                row["note"] = (f"the judge gave the same answer ({categories[j[0]]}) to all {len(shared)} items: κ is "
-                               f"{row['cohen_kappa']:.3f} by construction and its bootstrap interval is degenerate (a point): "
-                               "it measures no uncertainty; see accuracy")  # fmt: skip
+                row["note"] = (
+                    f"the judge gave the same answer ({categories[j[0]]}) to all {len(shared)} items: κ is "
+                    f"{row['cohen_kappa']:.3f} by construction and its bootstrap interval is degenerate (a point): "
+                    "it measures no uncertainty; see accuracy"
+                )
             else:
-                row["note"] = ("every bootstrap resample gave the same κ: the interval is degenerate (a point) and "
-                               "measures no uncertainty; more items would")  # fmt: skip
+                row["note"] = (
+                    "every bootstrap resample gave the same κ: the interval is degenerate (a point) and "
+                    "measures no uncertainty; more items would"
+                )
             notes.append(f"{name}: {row['note']}")
         if not shared:
             row["note"] = "no item labelled by this judge has a human majority"

@@ -83,8 +83,9 @@ def spearman_brown(single: float, k: float) -> float:
     return k * single / (1 + (k - 1) * single)
 
 
-def budget_plan(r_a: float, r_b: float, r_ab: float, icc_single: float, k_pilot: float, budget: int, *,
-                max_k: int = 11, alpha: float = 0.05) -> dict:  # fmt: skip
+def budget_plan(
+    r_a: float, r_b: float, r_ab: float, icc_single: float, k_pilot: float, budget: int, *, max_k: int = 11, alpha: float = 0.05
+) -> dict:
     """Spend ``budget`` judgements as k annotators × budget // k dialogues, k = 1..max_k.
 
     ``r_a`` and ``r_b`` were measured against the mean of ``k_pilot`` ratings per dialogue; they are
@@ -114,8 +115,13 @@ def plan(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float 
     needed = dialogues_needed(r_a, r_b, r_ab, alpha, power)
     notes = [] if needed is not None else ["r_a = r_b, or the difference needs more than a million dialogues"]
     return {
-        "r_a": r_a, "r_b": r_b, "r_ab": r_ab, "alpha": alpha, "power": power, "n_dialogues": needed,
+        "r_a": r_a,
+        "r_b": r_b,
+        "r_ab": r_ab,
+        "alpha": alpha,
+        "power": power,
+        "n_dialogues": needed,
         "power_curve": power_curve(r_a, r_b, r_ab, alpha),
         "method": "two-sided Williams test; power from the non-central t with n - 3 df (Steiger 1980)",
         "notes": notes,
-    }  # fmt: skip
+    }

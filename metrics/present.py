@@ -87,13 +87,29 @@ def agreement_table(agreement: dict) -> Table:
 def annotator_table(agreement: dict) -> Table:
     """Each annotator against the majority of the others (and on gold items), per question."""
     rows = [
-        [question, row["annotator"], row["n_votes"], row["n_compared"], number(row["agree_with_others"]),
-         number(row["kappa_with_others"]), number(row["gold_accuracy"]), row["n_gold"]]
+        [
+            question,
+            row["annotator"],
+            row["n_votes"],
+            row["n_compared"],
+            number(row["agree_with_others"]),
+            number(row["kappa_with_others"]),
+            number(row["gold_accuracy"]),
+            row["n_gold"],
+        ]
         for question, report in agreement["questions"].items()
         for row in report["annotators"]
-    ]  # fmt: skip
-    columns = ("question", "annotator", "votes", "compared", "agrees with the others", "κ with the others", "gold accuracy",
-               "gold items")  # fmt: skip
+    ]
+    columns = (
+        "question",
+        "annotator",
+        "votes",
+        "compared",
+        "agrees with the others",
+        "κ with the others",
+        "gold accuracy",
+        "gold items",
+    )
     return Table("Per annotator", columns, rows)
 
 
@@ -109,13 +125,24 @@ def cohen_table(agreement: dict) -> Table:
 def coco_table(rows: list[dict]) -> Table:
     """The CoCo paper's Table 3 layout."""
     body = [
-        [r["condition"], number(r["human_like_pct"], 1), number(r["correct_pct"], 1), f"{r['human_like_n']} / {r['correct_n']}",
-         f"{r['human_like_ties']} / {r['correct_ties']}", number(r["human_like_alpha"]), number(r["correct_alpha"])]
+        [
+            r["condition"],
+            number(r["human_like_pct"], 1),
+            number(r["correct_pct"], 1),
+            f"{r['human_like_n']} / {r['correct_n']}",
+            f"{r['human_like_ties']} / {r['correct_ties']}",
+            number(r["human_like_alpha"]),
+            number(r["correct_alpha"]),
+        ]
         for r in rows
-    ]  # fmt: skip
+    ]
     columns = ("condition", "human-like %", "correct %", "items (human-like / correct)", "ties", "α human-like", "α correct")
-    return Table("Results (CoCo Table 3 layout)", columns, body,
-                 ["By majority vote over the items with a majority; ties are counted, not labelled."])  # fmt: skip
+    return Table(
+        "Results (CoCo Table 3 layout)",
+        columns,
+        body,
+        ["By majority vote over the items with a majority; ties are counted, not labelled."],
+    )
 
 
 def majority_summary(majority: dict, tie: str) -> Table:
@@ -135,16 +162,25 @@ def ceiling_text(ceiling: dict) -> str:
     rest = number(ceiling["annotator_vs_rest"]["mean_pearson"])
     if ceiling.get("r_max") is None:
         return f"Human ceiling: {ceiling.get('note', 'not computed')}. Each annotator vs the mean of the others: {rest}."
-    return (f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of the mean rating "
-            f"{number(ceiling['reliability'])}, ICC(1,k)); each annotator vs the mean of the others: {rest}.")  # fmt: skip
+    return (
+        f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of the mean rating "
+        f"{number(ceiling['reliability'])}, ICC(1,k)); each annotator vs the mean of the others: {rest}."
+    )
 
 
 def correlation_table(correlation: dict, condition: str | None = None) -> Table:
     rows = [
-        [r["metric"], number(r["pearson"]), interval(r["pearson_ci"]), p_value(r["p_value"]), interval(r["bootstrap_ci"]),
-         number(r["spearman"]), number(r["kendall"])]
+        [
+            r["metric"],
+            number(r["pearson"]),
+            interval(r["pearson_ci"]),
+            p_value(r["p_value"]),
+            interval(r["bootstrap_ci"]),
+            number(r["spearman"]),
+            number(r["kendall"]),
+        ]
         for r in correlation["metrics"]
-    ]  # fmt: skip
+    ]
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
         f"{system}{correlation['n_dialogues']} dialogues, {correlation['n_ratings']} ratings ({correlation['rating']}).",
@@ -167,36 +203,62 @@ def williams_table(correlation: dict) -> Table:
     for w in correlation["williams"]:
         key = adjusted_key(w)
         needed = w.get("n_needed")
-        rows.append([w["a"], w["b"], str(w["n"]), number(w.get("diff")), interval(w.get("diff_ci")), number(w.get("t"), 2),
-                     p_value(w.get("p_value")), p_value(w[key]) if key else "—",
-                     "—" if needed is None else str(needed)])  # fmt: skip
+        rows.append(
+            [
+                w["a"],
+                w["b"],
+                str(w["n"]),
+                number(w.get("diff")),
+                interval(w.get("diff_ci")),
+                number(w.get("t"), 2),
+                p_value(w.get("p_value")),
+                p_value(w[key]) if key else "—",
+                "—" if needed is None else str(needed),
+            ]
+        )
     key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
     label = {"p_holm": "p (Holm)", "p_bh": "p (BH)"}.get(key, "p adjusted")
-    notes = ["Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
-             "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues. 'n for 80% power': "
-             "dialogues a study needs to detect the observed difference with Williams' test at α = 0.05 "
-             "(python -m metrics plan)."]  # fmt: skip
+    notes = [
+        "Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
+        "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues. 'n for 80% power': "
+        "dialogues a study needs to detect the observed difference with Williams' test at α = 0.05 "
+        "(python -m metrics plan)."
+    ]
     columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou)", "t", "p", label, "n for 80% power")
     return Table("Differences between metrics", columns, rows, notes)
 
 
 def system_table(system: dict) -> Table:
     """Systems as the unit: each metric's per-system mean against the per-system mean rating."""
-    rows = [[m["metric"], str(m["n"]), number(m["pearson"]), interval(m["pearson_ci"]), number(m["spearman"])]
-            for m in system["metrics"]]  # fmt: skip
-    listing = "; ".join(f"{s['system']}: rating {number(s['rating'])} over {s['n_dialogues']} dialogues"
-                        for s in system["systems"])  # fmt: skip
+    rows = [
+        [m["metric"], str(m["n"]), number(m["pearson"]), interval(m["pearson_ci"]), number(m["spearman"])]
+        for m in system["metrics"]
+    ]
+    listing = "; ".join(
+        f"{s['system']}: rating {number(s['rating'])} over {s['n_dialogues']} dialogues" for s in system["systems"]
+    )
     notes = [n for n in (system.get("note"), f"Systems: {listing}." if listing else None) if n]
     return Table("System level: systems as the unit", ("metric", "n systems", "Pearson r", "95% CI", "Spearman"), rows, notes)
 
 
 def judge_table(report: dict) -> Table:
     """Each automatic judge against the human majority."""
-    rows = [[j["judge"], str(j["n"]), number(j["accuracy"]), number(j["cohen_kappa"]), interval(j["kappa_ci"]),
-             "; ".join(f"{h}→{k}: {c}" for h, row in j["confusion"].items() for k, c in row.items() if c)]
-            for j in report["judges"]]  # fmt: skip
-    notes = [f"Question {report['question']}: {report['n_items_with_majority']} items with a human majority.",
-             *report["notes"], report["method"]]  # fmt: skip
+    rows = [
+        [
+            j["judge"],
+            str(j["n"]),
+            number(j["accuracy"]),
+            number(j["cohen_kappa"]),
+            interval(j["kappa_ci"]),
+            "; ".join(f"{h}→{k}: {c}" for h, row in j["confusion"].items() for k, c in row.items() if c),
+        ]
+        for j in report["judges"]
+    ]
+    notes = [
+        f"Question {report['question']}: {report['n_items_with_majority']} items with a human majority.",
+        *report["notes"],
+        report["method"],
+    ]
     columns = ("judge", "n", "accuracy", "Cohen's κ", "95% CI", "confusion (human→judge: items)")
     return Table("Automatic judges against the human majority", columns, rows, notes)
 
@@ -212,8 +274,10 @@ def planning_line(correlation: dict, baseline: str = "jga") -> str | None:
     have = f"this study has {pair['n']}"
     if needed is None:
         return f"{pair['a']} vs {pair['b']}: the observed difference is too small to plan for ({have})."
-    return (f"To tell {pair['a']} (r {number(pair['r_a'])}) from {pair['b']} (r {number(pair['r_b'])}) apart with 80% power "
-            f"at α = 0.05: {needed} dialogues; {have}.")  # fmt: skip
+    return (
+        f"To tell {pair['a']} (r {number(pair['r_a'])}) from {pair['b']} (r {number(pair['r_b'])}) apart with 80% power "
+        f"at α = 0.05: {needed} dialogues; {have}."
+    )
 
 
 def calibration_table(calibration: dict) -> Table:
@@ -226,8 +290,11 @@ def calibration_table(calibration: dict) -> Table:
         ["cross-validated r", number(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
         ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
     ]
-    notes = [f"{k['n_dialogues']} dialogues, {k['n_ratings']} ratings ({k['rating']}).", *k["notes"],
-             f"signature: {k['signature']}"]  # fmt: skip
+    notes = [
+        f"{k['n_dialogues']} dialogues, {k['n_ratings']} ratings ({k['rating']}).",
+        *k["notes"],
+        f"signature: {k['signature']}",
+    ]
     return Table("λ calibration for FGA", ("", "value", "95% CI"), rows, notes)
 
 
@@ -235,13 +302,19 @@ def design_table(design: dict) -> Table:
     """How the study spent its judgements; under the adaptive design, every correlation, difference and
     λ* weighted by 1/π (``metrics.adaptive.design_report``)."""
     if design.get("design") != "adaptive":
-        return Table("Design", (), [], ["uniform: every item was offered to k annotators; the estimates below are the "
-                                        "ordinary (unweighted) ones"])  # fmt: skip
+        return Table(
+            "Design",
+            (),
+            [],
+            ["uniform: every item was offered to k annotators; the estimates below are the ordinary (unweighted) ones"],
+        )
     allocation = design.get("allocation") or {}
     chosen = ", ".join(f"{k} {v}" for k, v in allocation.items() if v is not None)
-    notes = [f"adaptive ({chosen}): dialogues were drawn with known probabilities π from the metrics, before any "
-             "vote; each judged dialogue is weighted by 1/π (Hájek), so these estimates hold for the whole pool, "
-             "while the unweighted tables below describe the judged dialogues only"]  # fmt: skip
+    notes = [
+        f"adaptive ({chosen}): dialogues were drawn with known probabilities π from the metrics, before any "
+        "vote; each judged dialogue is weighted by 1/π (Hájek), so these estimates hold for the whole pool, "
+        "while the unweighted tables below describe the judged dialogues only"
+    ]
     if "note" in design:
         return Table("Design: adaptive", (), [], [*notes, design["note"]])
     rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
@@ -254,11 +327,25 @@ def design_table(design: dict) -> Table:
         if question == "fga_vs_jga" and {d["a"], d["b"]} == {fga, "jga"}:
             flip = -1 if d["a"] == "jga" else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
             low_high = None if not d["diff_ci"] else sorted(flip * v for v in d["diff_ci"])
-            first.append([f"question: r {fga} - r jga", number(flip * d["diff"]), interval(low_high), p_value(d["p_value"]),
-                          p_value(d.get(key)) if key else "—"])  # fmt: skip
+            first.append(
+                [
+                    f"question: r {fga} - r jga",
+                    number(flip * d["diff"]),
+                    interval(low_high),
+                    p_value(d["p_value"]),
+                    p_value(d.get(key)) if key else "—",
+                ]
+            )
             continue
-        rows.append([f"r {d['a']} - r {d['b']}", number(d["diff"]), interval(d["diff_ci"]), p_value(d["p_value"]),
-                     p_value(d.get(key)) if key else "—"])  # fmt: skip
+        rows.append(
+            [
+                f"r {d['a']} - r {d['b']}",
+                number(d["diff"]),
+                interval(d["diff_ci"]),
+                p_value(d["p_value"]),
+                p_value(d.get(key)) if key else "—",
+            ]
+        )
     if design.get("lambda"):
         found = design["lambda"]
         row = [("question: " if question == "lambda" else "") + "λ*", number(found["lambda_star"]), interval(found["ci"]), "", ""]

@@ -87,9 +87,7 @@ def _turn_counts(gold: BeliefState, pred: BeliefState) -> tuple[int, ...]:
     return len(missed), wrong, tstar, len(nonempty), n_hit, tp, len(extra), len(missed)
 
 
-def dialogue_rows(
-    gold_states: Sequence[BeliefState], pred_states: Sequence[BeliefState]
-) -> list[tuple[int, ...]]:
+def dialogue_rows(gold_states: Sequence[BeliefState], pred_states: Sequence[BeliefState]) -> list[tuple[int, ...]]:
     """Per-turn rows ``(exact, local, distance, *COUNT_FIELDS)`` for one dialogue."""
     rows = []
     t_err = -1

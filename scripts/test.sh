@@ -16,4 +16,5 @@ fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 -m pip install -q --disable-pip-version-check --no-deps -e .  # the package itself (dependencies: the line above)
 python3 -m ruff check .
+python3 -m ruff format --check .
 python3 -m pytest "$@"

@@ -19,9 +19,15 @@ from tests.conftest import REPO
 
 CHROMIUM = os.environ.get("DST_JUDGE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 SCREENSHOTS = REPO / "test-output" / "screenshots"
 
 
@@ -52,12 +58,26 @@ class StreamlitServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = Path(env.get("DST_JUDGE_LOG", "/dev/null"))
         command = [
-            sys.executable, "-m", "streamlit", "run", str(REPO / "app.py"), "--server.port", str(self.port),
-            "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(REPO / "app.py"),
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+        ]
         self.output = open(self.log, "ab")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env}, stdout=self.output, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            command, cwd=REPO, env={**os.environ, **env}, stdout=self.output, stderr=subprocess.STDOUT
+        )
         self.wait_healthy()
 
     def wait_healthy(self, timeout: float = 60) -> None:
@@ -165,8 +185,9 @@ def database_server(folder: Path, prepare, env: dict[str, str] | None = None) ->
     engine = make_engine(url)
     upgrade(engine)
     prepare(engine)
-    server = StreamlitServer({"DST_JUDGE_DB": url, "DST_JUDGE_BCRYPT_ROUNDS": "4", "DST_JUDGE_LOG": str(folder / "streamlit.log"),
-                              **(env or {})})  # fmt: skip
+    server = StreamlitServer(
+        {"DST_JUDGE_DB": url, "DST_JUDGE_BCRYPT_ROUNDS": "4", "DST_JUDGE_LOG": str(folder / "streamlit.log"), **(env or {})}
+    )
     server.engine = engine
     return server
 
@@ -185,4 +206,9 @@ def in_viewport(page, locator) -> bool:
     """Whether the element is wholly on the first screen (no scrolling needed to reach it)."""
     box = locator.bounding_box()
     size = page.viewport_size
-    return box is not None and -1 <= box["y"] and box["y"] + box["height"] <= size["height"] and box["x"] + box["width"] <= size["width"]
+    return (
+        box is not None
+        and -1 <= box["y"]
+        and box["y"] + box["height"] <= size["height"]
+        and box["x"] + box["width"] <= size["width"]
+    )

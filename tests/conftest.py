@@ -23,6 +23,7 @@ def fixtures() -> Path:
         pytest.fail(f"shared fixtures not found at {FIXTURES} (set DST_JUDGE_FIXTURES)")
     return FIXTURES
 
+
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
 
 from tests.databases import db_url, engine  # noqa: E402,F401  (fixtures for every test module)
@@ -76,8 +77,11 @@ def only_unit(markexpr: str) -> bool:
     names |= {*LAYER_FOLDERS[1:], "slow"}
     if len(names) > 12:
         return False
-    return not any(expression.evaluate(lambda name, chosen=set(chosen), **_: name in chosen)
-                   for size in range(len(names) + 1) for chosen in combinations(sorted(names), size))  # fmt: skip
+    return not any(
+        expression.evaluate(lambda name, chosen=set(chosen), **_: name in chosen)
+        for size in range(len(names) + 1)
+        for chosen in combinations(sorted(names), size)
+    )
 
 
 def pytest_ignore_collect(collection_path, config):

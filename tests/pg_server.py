@@ -54,13 +54,25 @@ class OwnPostgres:
         self.url = f"postgresql://postgres@{self.host}:{self.port}/judge"
 
     def _as_postgres(self, *command: str) -> None:
-        subprocess.run([*self.inside, "runuser", "-u", "postgres", "--", *command], check=True, capture_output=True,
-                       cwd=self.folder)  # fmt: skip
+        subprocess.run(
+            [*self.inside, "runuser", "-u", "postgres", "--", *command], check=True, capture_output=True, cwd=self.folder
+        )
 
     def start(self) -> None:
         options = f"-p {self.port} -k {self.folder} -c listen_addresses={self.host} -c fsync=off"
-        self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"),
-                          "-w", "-t", "60", "start")  # fmt: skip
+        self._as_postgres(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
 
     def stop(self, mode: str = "fast") -> None:
         self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")

@@ -30,10 +30,12 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 # The app pages' Content-Security-Policy, as README ("Deploying for many annotators") gives it.  Streamlit
 # needs inline styles, its own inline bootstrap script (and our two fixed scripts: the cookie, the scroll
 # reset), blob:/data: images, fonts and media, and its WebSocket ('self' covers ws:/wss: to the same host).
-CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data: blob:; font-src 'self' data:; media-src 'self' data: blob:; connect-src 'self'; "
-       "worker-src 'self' blob:; frame-src 'self' blob: data:; object-src 'none'; base-uri 'self'; "
-       "form-action 'self'; frame-ancestors 'none'")  # fmt: skip
+CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; media-src 'self' data: blob:; connect-src 'self'; "
+    "worker-src 'self' blob:; frame-src 'self' blob: data:; object-src 'none'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 NGINX_CONF = """
 worker_processes 1;
@@ -150,8 +152,9 @@ class Ledger:
             self.in_flight[name] = self.in_flight.get(name, 0) + 1
 
 
-def store_annotator(engine, user, study_id: int, ledger: Ledger, stop: threading.Event, seed: int,
-                    think: tuple[float, float] = (0.05, 0.25)) -> None:  # fmt: skip
+def store_annotator(
+    engine, user, study_id: int, ledger: Ledger, stop: threading.Event, seed: int, think: tuple[float, float] = (0.05, 0.25)
+) -> None:
     """An annotator voting by direct store calls (the service layer the pages call), reading each item
     for ``think`` seconds (uniform); the latency recorded is the judgement saved and the next item
     claimed, as the page does on a key press."""
@@ -208,8 +211,16 @@ def _judged(page) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def browser_annotator(url: str, route: str, name: str, password: str, ledger: Ledger, stop: threading.Event,
-                      screenshots: Path | None = None, think: tuple[float, float] = (0.0, 0.0)) -> None:  # fmt: skip
+def browser_annotator(
+    url: str,
+    route: str,
+    name: str,
+    password: str,
+    ledger: Ledger,
+    stop: threading.Event,
+    screenshots: Path | None = None,
+    think: tuple[float, float] = (0.0, 0.0),
+) -> None:
     """An annotator in a real Chromium, pinned to a server by its route cookie, voting with the keyboard
     after reading each item ``think`` seconds (uniform); latency: key press -> next item shown."""
     from playwright.sync_api import sync_playwright

@@ -36,6 +36,7 @@ def annotate_session(engine, study_id: int, annotator: Annotator, judgements: in
     sent: list[tuple] = []
     judged: list[int] = []
     for _ in range(judgements):
+
         def judge():
             with write_session(engine) as session:
                 item = next_item(session, study_id, annotator)

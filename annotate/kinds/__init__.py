@@ -9,5 +9,16 @@ from annotate.kinds import satisfaction
 from annotate.kinds import coco
 from annotate.kinds import slu
 
-__all__ = ["KINDS", "ItemContext", "ItemDraft", "Kind", "StudyError", "analyse", "coco", "get_kind", "register",
-           "satisfaction", "slu"]  # fmt: skip
+__all__ = [
+    "KINDS",
+    "ItemContext",
+    "ItemDraft",
+    "Kind",
+    "StudyError",
+    "analyse",
+    "coco",
+    "get_kind",
+    "register",
+    "satisfaction",
+    "slu",
+]

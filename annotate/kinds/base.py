@@ -104,9 +104,15 @@ def get_kind(name: str) -> Kind:
 
 
 def analyse(
-    kind: Kind, votes: VoteTable, items: Sequence, settings: AnalysisSettings, *, condition: str | None = None,
-    progress: Progress | None = None, allocation: dict | None = None,
-) -> dict:  # fmt: skip
+    kind: Kind,
+    votes: VoteTable,
+    items: Sequence,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
+    progress: Progress | None = None,
+    allocation: dict | None = None,
+) -> dict:
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
     items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold.
 

@@ -133,8 +133,9 @@ def render(st, ctx: ItemContext) -> None:
     columns = st.columns([4, 4, 4, 4, 3])
     for column, (question, (label, key, value)) in zip(columns, [(q, b) for q in BUTTONS for b in BUTTONS[q]]):
         chosen = answers.get(question) == value
-        if column.button(label, shortcut=key, key=ctx.key(f"coco-{key}"), type="primary" if chosen else "secondary",
-                         use_container_width=True):  # fmt: skip
+        if column.button(
+            label, shortcut=key, key=ctx.key(f"coco-{key}"), type="primary" if chosen else "secondary", use_container_width=True
+        ):
             other = "correct" if question == "human_like" else "human_like"
             ctx.vote({question: value}, other in answers)
     with columns[4]:
@@ -153,8 +154,7 @@ KIND = register(
         questions=QUESTIONS,
         build_items=build_items,
         render=render,
-        shortcuts=(("1", "human-like: yes"), ("2", "human-like: no"), ("3", "correct: yes"), ("4", "correct: no"),
-                   ("s", "skip")),  # fmt: skip
+        shortcuts=(("1", "human-like: yes"), ("2", "human-like: no"), ("3", "correct: yes"), ("4", "correct: no"), ("s", "skip")),
         summarise=summarise,
         guideline=GUIDELINE,
         preview=lambda payload: payload["user"],

@@ -100,10 +100,15 @@ def dialogues(items) -> dict[str, list[Dialogue]]:
     by_condition: dict[str, list[Dialogue]] = {}
     for item in items:
         turns = [
-            Turn(index=t["index"], system=t.get("system", ""), user=t.get("user", ""),
-                 gold=frozenset(tuple(x) for x in t["gold"]), pred=frozenset(tuple(x) for x in t["pred"]))
+            Turn(
+                index=t["index"],
+                system=t.get("system", ""),
+                user=t.get("user", ""),
+                gold=frozenset(tuple(x) for x in t["gold"]),
+                pred=frozenset(tuple(x) for x in t["pred"]),
+            )
             for t in item.payload["turns"]
-        ]  # fmt: skip
+        ]
         by_condition.setdefault(item.condition, []).append(Dialogue(item.key, turns, "study"))
     return by_condition
 
@@ -167,14 +172,21 @@ def satisfaction_view(payload: dict) -> tuple[list[SatisfactionTurn], int | None
     differences: list[TurnDifference] = turn_differences(gold, pred)
     turns = [
         SatisfactionTurn(
-            index=raw["index"], system=raw["system"], user=raw["user"],
-            status="exact" if d.exact else ("local" if d.local else "error"), error_turn=d.error_turn,
-            gold=format_state(g), pred=format_state(p), missing=_slots(d.missing), extra=_slots(d.extra),
+            index=raw["index"],
+            system=raw["system"],
+            user=raw["user"],
+            status="exact" if d.exact else ("local" if d.local else "error"),
+            error_turn=d.error_turn,
+            gold=format_state(g),
+            pred=format_state(p),
+            missing=_slots(d.missing),
+            extra=_slots(d.extra),
             wrong=[f"{dom}-{slot}: {gv} → {pv}" for dom, slot, gv, pv in sorted(d.wrong)],
-            new_gold=_slots(d.new_gold), new_pred=_slots(d.new_pred),
+            new_gold=_slots(d.new_gold),
+            new_pred=_slots(d.new_pred),
         )
         for raw, g, p, d in zip(payload["turns"], gold, pred, differences)
-    ]  # fmt: skip
+    ]
     return turns, first_error_turn(differences)
 
 
@@ -191,13 +203,17 @@ def _turn_row(turn: SatisfactionTurn) -> str:
     mark, words = TURN_MARKS[turn.status]
     origin = f" (from turn {int(turn.error_turn)})" if turn.status == "local" and turn.error_turn is not None else ""
     none = "<span class='none'>—</span>"
-    changed = (f"<div><span class='who'>GT</span>{e(', '.join(turn.new_gold)) or none}</div>"
-               f"<div><span class='who'>PR</span>{e(', '.join(turn.new_pred)) or none}</div>")  # fmt: skip
+    changed = (
+        f"<div><span class='who'>GT</span>{e(', '.join(turn.new_gold)) or none}</div>"
+        f"<div><span class='who'>PR</span>{e(', '.join(turn.new_pred)) or none}</div>"
+    )
     wrong = [f"<div class='miss'>− missing {e(x)}</div>" for x in turn.missing]
     wrong += [f"<div class='extra'>+ extra {e(x)}</div>" for x in turn.extra]
     wrong += [f"<div class='wrong'>≠ wrong {e(x)}</div>" for x in turn.wrong]
-    full = (f"<details><summary>full states</summary><div><span class='who'>GT</span>{e(turn.gold)}</div>"
-            f"<div><span class='who'>PR</span>{e(turn.pred)}</div></details>")  # fmt: skip
+    full = (
+        f"<details><summary>full states</summary><div><span class='who'>GT</span>{e(turn.gold)}</div>"
+        f"<div><span class='who'>PR</span>{e(turn.pred)}</div></details>"
+    )
     return (
         f"<tr id='{turn_anchor(turn.index)}' class='{turn.status}'>"
         f"<td class='t'>{mark} {int(turn.index)}<br><small>{words}{origin}</small></td>"
@@ -229,11 +245,21 @@ def render(st, ctx: ItemContext) -> None:
     with comment.popover("Comment (optional)", use_container_width=True):
         ctx.comment_box()
     left, middle, right, note = st.columns([2, 2, 1, 4], vertical_alignment="center")
-    if left.button("Satisfied (1)", shortcut="1", key=ctx.key("sat-1"), type="primary" if current == "1" else "secondary",
-                   use_container_width=True):  # fmt: skip
+    if left.button(
+        "Satisfied (1)",
+        shortcut="1",
+        key=ctx.key("sat-1"),
+        type="primary" if current == "1" else "secondary",
+        use_container_width=True,
+    ):
         ctx.vote({"satisfied": "1"}, True)
-    if middle.button("Not satisfied (0)", shortcut="0", key=ctx.key("sat-0"), type="primary" if current == "0" else "secondary",
-                     use_container_width=True):  # fmt: skip
+    if middle.button(
+        "Not satisfied (0)",
+        shortcut="0",
+        key=ctx.key("sat-0"),
+        type="primary" if current == "0" else "secondary",
+        use_container_width=True,
+    ):
         ctx.vote({"satisfied": "0"}, True)
     with right:
         ctx.skip_button()
@@ -242,10 +268,13 @@ def render(st, ctx: ItemContext) -> None:
     if first_error is None:
         st.success("✓ Every turn matches exactly.")
     else:
-        st.error(f"✗ The first error entered at turn {int(first_error)} of {len(turns)}. "
-                 f"[Jump to turn {int(first_error)}](#{turn_anchor(first_error)})")  # fmt: skip
-    st.caption("✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — "
-               "− missing · + extra · ≠ wrong value")  # fmt: skip
+        st.error(
+            f"✗ The first error entered at turn {int(first_error)} of {len(turns)}. "
+            f"[Jump to turn {int(first_error)}](#{turn_anchor(first_error)})"
+        )
+    st.caption(
+        "✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — − missing · + extra · ≠ wrong value"
+    )
     st.html(turns_html(turns))
 
 

@@ -158,9 +158,11 @@ def render(st, ctx: ItemContext) -> None:
             box.text_input("Transcription (what the caller actually said)", key=transcription_key)
             status_now = answers.get("transcription_status", view["transcription_status"])
             status = status_box.selectbox(
-                "Transcription status", TRANSCRIPTION_STATUSES, index=TRANSCRIPTION_STATUSES.index(status_now),
+                "Transcription status",
+                TRANSCRIPTION_STATUSES,
+                index=TRANSCRIPTION_STATUSES.index(status_now),
                 key=f"status-{item.id}",
-            )  # fmt: skip
+            )
             st.caption("What the recogniser heard (ASR N-best)")
             st.text("\n".join(view["asr"]) or "(nothing)")
     with acts:
@@ -207,15 +209,25 @@ def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
         shortcut = ACT_KEYS[position] if position < len(ACT_KEYS) else None
         press, label, choice = st.columns([2, 9, 7], vertical_alignment="center", gap="small")
         if shortcut:
-            press.button("toggle", shortcut=shortcut, key=f"{key}-key", on_click=_flip, args=(ctx.state, key),
-                         help=f"Press {shortcut}: correct, press again: incorrect")  # fmt: skip
+            press.button(
+                "toggle",
+                shortcut=shortcut,
+                key=f"{key}-key",
+                on_click=_flip,
+                args=(ctx.state, key),
+                help=f"Press {shortcut}: correct, press again: incorrect",
+            )
         unjudged = ctx.answers.get(name) is None
         label.text(f"{name}  {score:.2f}" + ("  auto" if auto and unjudged else ""))
         with choice:
             st.radio(
-                f"act {position + 1}", ["1", "0"], format_func=lambda v: "correct" if v == "1" else "incorrect",
-                horizontal=True, label_visibility="collapsed", key=key,
-            )  # fmt: skip
+                f"act {position + 1}",
+                ["1", "0"],
+                format_func=lambda v: "correct" if v == "1" else "incorrect",
+                horizontal=True,
+                label_visibility="collapsed",
+                key=key,
+            )
 
 
 KIND = register(

@@ -52,9 +52,12 @@ def studies_page() -> None:
     if summaries:
         with table:
             show_table(
-                [{"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived}
-                 for s in summaries], "studies",
-            )  # fmt: skip
+                [
+                    {"name": s.name, "kind": s.kind, "items": s.items, "overlap": s.overlap, "archived": s.archived}
+                    for s in summaries
+                ],
+                "studies",
+            )
 
 
 def _create_form(engine, user) -> None:
@@ -86,10 +89,19 @@ def _create_form(engine, user) -> None:
         uploads = [(f.name, f.getvalue()) for f in files or []]
         created = guard(
             lambda: service.create_study_from_uploads(
-                engine, user, name, kind, uploads, overlap=int(overlap), condition=condition or None, guideline=guideline,
-                sample=int(sample) or None, seed=int(seed), timeout_minutes=int(timeout),
+                engine,
+                user,
+                name,
+                kind,
+                uploads,
+                overlap=int(overlap),
+                condition=condition or None,
+                guideline=guideline,
+                sample=int(sample) or None,
+                seed=int(seed),
+                timeout_minutes=int(timeout),
             )
-        )  # fmt: skip
+        )
         if created:  # run the page again: the table lists the new study, the form starts empty
             st.session_state["study-created"] = f"{created.name}: {created.items} items"
             st.session_state["create-generation"] = generation + 1
@@ -99,9 +111,17 @@ def _create_form(engine, user) -> None:
 def _change_study(engine, user, study) -> None:
     """The chosen study's settings, one tab each; every change is recorded (the change log tab)."""
     people, numbers, design_tab, crowd_tab, delete_tab, log_tab = st.tabs(
-        ["Annotators and guideline", "Overlap, re-open, gold", "Design and budget", "Crowd workers", "Archive or delete",
-         "Change log"], key="change-study-tab", on_change="rerun",
-    )  # fmt: skip
+        [
+            "Annotators and guideline",
+            "Overlap, re-open, gold",
+            "Design and budget",
+            "Crowd workers",
+            "Archive or delete",
+            "Change log",
+        ],
+        key="change-study-tab",
+        on_change="rerun",
+    )
     with people:
         _membership_and_guideline(engine, user, study)
     with numbers:
@@ -109,8 +129,10 @@ def _change_study(engine, user, study) -> None:
         with left.form("overlap"):
             new_overlap = st.number_input("Annotators per item (k)", min_value=1, max_value=50, value=study.overlap)
             if st.form_submit_button("Set overlap"):
-                guard(lambda: service.set_overlap(engine, user, study.id, int(new_overlap)),
-                      f"Overlap changed: k = {int(new_overlap)} from now on.")  # the table above shows it too
+                guard(
+                    lambda: service.set_overlap(engine, user, study.id, int(new_overlap)),
+                    f"Overlap changed: k = {int(new_overlap)} from now on.",
+                )  # the table above shows it too
         with right.form("reopen"):
             key = st.text_input("Item key to re-open for one more judgement")
             condition_value = st.text_input("Its condition (empty if none)")
@@ -155,26 +177,49 @@ def _design_settings(engine, user, study) -> None:
     """How the study spends its judgements (annotate.allocation): chosen before the first vote."""
     current = service.allocation_settings(engine, user, study.id)
     st.caption("Chosen before the first vote. A budget closes the study once spent; a target width when reached.")
-    explained = ("Uniform: every item gets k votes. Adaptive (satisfaction studies): dialogues are drawn with known "
-                 "probabilities, more where the metrics disagree (or where FGA moves with λ), and the analysis weights "
-                 "each judged dialogue by 1/π, so its estimates hold for every dialogue.")  # fmt: skip
+    explained = (
+        "Uniform: every item gets k votes. Adaptive (satisfaction studies): dialogues are drawn with known "
+        "probabilities, more where the metrics disagree (or where FGA moves with λ), and the analysis weights "
+        "each judged dialogue by 1/π, so its estimates hold for every dialogue."
+    )
     note = st.empty()  # the outcome shows above the form, where the eye is
     with st.form(f"design-{study.id}"):
         left, middle, right = st.columns(3)
-        policy = left.radio("Design", ["uniform", "adaptive"], index=["uniform", "adaptive"].index(current["policy"]),
-                            horizontal=True, help=explained)  # fmt: skip
+        policy = left.radio(
+            "Design",
+            ["uniform", "adaptive"],
+            index=["uniform", "adaptive"].index(current["policy"]),
+            horizontal=True,
+            help=explained,
+        )
         questions = list(QUESTIONS)
-        question = middle.selectbox("Main question", questions, index=questions.index(current["question"]),
-                                    format_func=QUESTIONS.get)  # fmt: skip
+        question = middle.selectbox(
+            "Main question", questions, index=questions.index(current["question"]), format_func=QUESTIONS.get
+        )
         lam = right.number_input("FGA λ compared with JGA", min_value=0.0, value=float(current["lambda"]), step=0.05)
         budget = left.number_input("Budget (judgements; 0: none)", min_value=0, value=int(current["budget"] or 0))
-        target = middle.number_input("Target 95% interval width (0: none)", min_value=0.0, value=float(current["target_width"]
-                                     or 0.0), step=0.01, format="%.3f")  # fmt: skip
+        target = middle.number_input(
+            "Target 95% interval width (0: none)",
+            min_value=0.0,
+            value=float(current["target_width"] or 0.0),
+            step=0.01,
+            format="%.3f",
+        )
         max_k = right.number_input("Max votes on a split dialogue (0: k)", min_value=0, value=int(current["max_k"] or 0))
         if st.form_submit_button("Set the design"):
-            drawn = guard(lambda: service.set_allocation(engine, user, study.id, policy=policy, question=question,
-                                                         budget=int(budget) or None, target_width=float(target) or None,
-                                                         max_k=int(max_k) or None, lam=float(lam)))  # fmt: skip
+            drawn = guard(
+                lambda: service.set_allocation(
+                    engine,
+                    user,
+                    study.id,
+                    policy=policy,
+                    question=question,
+                    budget=int(budget) or None,
+                    target_width=float(target) or None,
+                    max_k=int(max_k) or None,
+                    lam=float(lam),
+                )
+            )
             if drawn:
                 note.success(f"Design set: {drawn['policy']}, {drawn['included']} of {drawn['items']} items will be judged.")
 
@@ -189,21 +234,34 @@ def _crowd_settings(engine, user, study) -> None:
         left, middle, right = st.columns(3)
         quota = left.number_input("Items per worker (0: no limit)", min_value=0, value=int(current["quota"] or 0))
         places = middle.number_input(
-            "Places for workers (0: the study's need)", min_value=0, value=int(current["places"] or 0),
+            "Places for workers (0: the study's need)",
+            min_value=0,
+            value=int(current["places"] or 0),
             help="The most workers the link makes; those who joined can always come back. The study's need is "
-                 "its judgements divided by the items per worker (rounded up), or its judgements without a limit.",
-        )  # fmt: skip
+            "its judgements divided by the items per worker (rounded up), or its judgements without a limit.",
+        )
         code = right.text_input("Completion code (shown at the end)", value=current["completion_code"])
         redirect = st.text_input(
-            "Redirect URL at the end (optional)", value=current["redirect_url"],
+            "Redirect URL at the end (optional)",
+            value=current["redirect_url"],
             help="Prolific: https://app.prolific.com/submissions/complete?cc=YOURCODE",
-        )  # fmt: skip
+        )
         new_secret = st.checkbox("Make a new secret (links given out so far stop working for new workers)")
         if st.form_submit_button("Save crowd settings"):
-            saved = guard(lambda: service.set_crowd(engine, user, study.id, enabled=enabled, quota=int(quota) or None,
-                                                    completion_code=code, redirect_url=redirect, new_secret=new_secret,
-                                                    places=int(places) or None),
-                          "Crowd settings saved.")  # fmt: skip
+            saved = guard(
+                lambda: service.set_crowd(
+                    engine,
+                    user,
+                    study.id,
+                    enabled=enabled,
+                    quota=int(quota) or None,
+                    completion_code=code,
+                    redirect_url=redirect,
+                    new_secret=new_secret,
+                    places=int(places) or None,
+                ),
+                "Crowd settings saved.",
+            )
             if isinstance(saved, dict):
                 current, joins = saved, service.crowd_joins(engine, user, study.id)
     if current["enabled"]:
@@ -220,13 +278,18 @@ def _crowd_settings(engine, user, study) -> None:
 def _crowd_joins(joins: dict) -> None:
     """Places taken and joins per minute (a link shared where it should not be shows here first)."""
     taken, last, rate = st.columns(3)
-    taken.metric("Workers joined", f"{joins['joined']} of {joins['places']}",
-                 help="places: the study's need" if joins["places_default"] else "places: set above")  # fmt: skip
+    taken.metric(
+        "Workers joined",
+        f"{joins['joined']} of {joins['places']}",
+        help="places: the study's need" if joins["places_default"] else "places: set above",
+    )
     last.metric("Joins in the last minute", joins["last_minute"])
-    rate.metric("Joins per minute (last 10 minutes)", f"{joins['per_minute']:.1f}",
-                help=f"{joins['last_10_minutes']} in the last 10 minutes, {joins['last_hour']} in the last hour")  # fmt: skip
-    st.caption("Joins per minute, the last 10 minutes (oldest first): "
-               + " ".join(str(n) for n in joins["per_minute_series"]))  # fmt: skip
+    rate.metric(
+        "Joins per minute (last 10 minutes)",
+        f"{joins['per_minute']:.1f}",
+        help=f"{joins['last_10_minutes']} in the last 10 minutes, {joins['last_hour']} in the last hour",
+    )
+    st.caption("Joins per minute, the last 10 minutes (oldest first): " + " ".join(str(n) for n in joins["per_minute_series"]))
 
 
 def _set_archived(study_id: int, archived: bool) -> None:
@@ -253,15 +316,27 @@ def _archive_or_delete(engine, user, study) -> None:
         st.success(outcome[2]) if outcome[1] == "success" else show_refusal("Refused; nothing was changed.", outcome[2])
     if study.archived:
         st.text("This study is archived: annotators do not see it and it takes no judgements.")
-        st.button("Unarchive the study", key=f"unarchive-{study.id}", on_click=_set_archived, args=(study.id, False),
-                  help="Show it to annotators again (members only, when it has members).")  # fmt: skip
+        st.button(
+            "Unarchive the study",
+            key=f"unarchive-{study.id}",
+            on_click=_set_archived,
+            args=(study.id, False),
+            help="Show it to annotators again (members only, when it has members).",
+        )
     else:
         st.text("This study is open: annotators on it see it and judge its items.")
-        st.button("Archive the study", key=f"archive-{study.id}", on_click=_set_archived, args=(study.id, True),
-                  help="Hide it from annotators; the items they hold go back.")  # fmt: skip
+        st.button(
+            "Archive the study",
+            key=f"archive-{study.id}",
+            on_click=_set_archived,
+            args=(study.id, True),
+            help="Hide it from annotators; the items they hold go back.",
+        )
     st.divider()
-    st.caption("Deleting removes the study with its items, votes, adjudications and change log. While it has votes, "
-               "download them first: a delete is refused while any vote was not exported.")  # fmt: skip
+    st.caption(
+        "Deleting removes the study with its items, votes, adjudications and change log. While it has votes, "
+        "download them first: a delete is refused while any vote was not exported."
+    )
     votes_download_button(engine, user, study, "Download every vote event (CSV)", history=True, key="delete-download")
     with st.form(f"delete-{study.id}", clear_on_submit=True):
         confirm = st.text_input("Type the study's name to confirm")
@@ -316,34 +391,46 @@ def progress_page() -> None:
     design = service.allocation_settings(engine, user, study.id)
     total = judgements_total(design, report["judgements_needed"])  # the budget when it is smaller (it closes the study)
     left, middle, right = st.columns(3)
-    left.metric("Judgements", f"{report['judgements_done']} / {total}",
-                help=f"the study's budget; {report['judgements_needed']} places in all" if total < report["judgements_needed"]
-                else None)  # fmt: skip
-    middle.metric("Items complete", f"{report['items_complete']} / {report['items']}",
-                  help=f"{report['items_left_out']} items left out by the adaptive design's draw" if report["items_left_out"]
-                  else None)  # fmt: skip
+    left.metric(
+        "Judgements",
+        f"{report['judgements_done']} / {total}",
+        help=f"the study's budget; {report['judgements_needed']} places in all" if total < report["judgements_needed"] else None,
+    )
+    middle.metric(
+        "Items complete",
+        f"{report['items_complete']} / {report['items']}",
+        help=f"{report['items_left_out']} items left out by the adaptive design's draw" if report["items_left_out"] else None,
+    )
     right.metric("Vote events", report["vote_events"])
     st.progress(min(1.0, report["judgements_done"] / total) if total else 1.0)
     _design_status(engine, user, study, design)
     st.subheader("Per annotator")
-    st.caption("People with at least one vote in this study: judgements done, items they hold open now, median "
-               "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median.")  # fmt: skip
+    st.caption(
+        "People with at least one vote in this study: judgements done, items they hold open now, median "
+        "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median."
+    )
     if report["annotators"]:
         timing, attention = report["time_per_item"], report["attention"]
         checks = lambda n: {f"gold {k}": v for k, v in attention.get(n, {}).items()}  # noqa: E731
-        show_table([{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
-                   "progress per annotator")  # fmt: skip
+        show_table(
+            [{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
+            "progress per annotator",
+        )
     else:
         st.text("Nobody has voted yet.")
     if report["workers"]:
         flagged = sum(w["flagged"] for w in report["workers"])
         st.subheader(f"Crowd workers ({len(report['workers'])}, {flagged} flagged)")
-        st.caption("'flagged': at least one attention check (a gold item) answered wrongly; 'finished': shown the "
-                   "completion code.  Their votes are exported with annotator_kind 'crowd' and the platform's id.")  # fmt: skip
+        st.caption(
+            "'flagged': at least one attention check (a gold item) answered wrongly; 'finished': shown the "
+            "completion code.  Their votes are exported with annotator_kind 'crowd' and the platform's id."
+        )
         show_table(report["workers"], "progress crowd workers")
     if report["held"]:
-        st.caption("Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
-                   "or after the study's timeout).")  # fmt: skip
+        st.caption(
+            "Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
+            "or after the study's timeout)."
+        )
         show_table([{"annotator": n, "places held": c} for n, c in report["held"].items()], "progress places held")
     st.subheader("Per item")
     show_table(report["per_item"], "progress per item")
@@ -362,8 +449,11 @@ def _design_status(engine, user, study, design: dict) -> None:
         st.caption("Design: uniform (every item gets k votes); no budget or target width set (Studies, Design and budget).")
         return
     bar = st.progress(0.0, text="analysing")  # moves only when the analysis is computed (not cached)
-    status = guard(lambda: service.allocation_status(engine, user, study.id,
-                                                     progress=lambda fraction, text: bar.progress(fraction, text=text)))
+    status = guard(
+        lambda: service.allocation_status(
+            engine, user, study.id, progress=lambda fraction, text: bar.progress(fraction, text=text)
+        )
+    )
     bar.empty()
     if not status:
         return

@@ -28,8 +28,11 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
     key = f"an-{study.id}"  # per study: another study's settings start from its own
     with st.expander("Settings", expanded=False):
         left, middle, right = st.columns(3)
-        levels, ties, ratings = ("nominal", "ordinal", "interval", "ratio"), ("none", "random", "fixed:0", "fixed:1"), (
-            "mean", "majority", "pairs")  # fmt: skip
+        levels, ties, ratings = (
+            ("nominal", "ordinal", "interval", "ratio"),
+            ("none", "random", "fixed:0", "fixed:1"),
+            ("mean", "majority", "pairs"),
+        )
         level = left.selectbox("Agreement level", levels, index=levels.index(stored.level), key=f"{key}-level")
         tie = middle.selectbox("Majority ties", ties, index=ties.index(stored.tie) if stored.tie in ties else 0, key=f"{key}-tie")
         rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(stored.rating), key=f"{key}-rating")
@@ -39,15 +42,28 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
         grid_num = middle.number_input("λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
         adjustments = ("holm", "bh", "none")
-        adjust = right.selectbox("p-value adjustment (metric pairs)", adjustments, index=adjustments.index(stored.adjust),
-                                 key=f"{key}-adjust")  # fmt: skip
+        adjust = right.selectbox(
+            "p-value adjustment (metric pairs)", adjustments, index=adjustments.index(stored.adjust), key=f"{key}-adjust"
+        )
         schemes = ("none", "linear", "quadratic")
-        weights = left.selectbox("Agreement weights (Cohen's κ, AC2)", schemes, index=schemes.index(stored.weights),
-                                 key=f"{key}-weights")  # fmt: skip
+        weights = left.selectbox(
+            "Agreement weights (Cohen's κ, AC2)", schemes, index=schemes.index(stored.weights), key=f"{key}-weights"
+        )
         units = ("dialogues", "dialogues+annotators")
         resample = middle.selectbox("Bootstrap over", units, index=units.index(stored.resample), key=f"{key}-resample")
-        chosen = AnalysisSettings(level, tie, rating, stored.lambdas, (stored.grid[0], float(grid_stop), int(grid_num)),
-                                  int(resamples), int(folds), int(seed), adjust, weights, resample)  # fmt: skip
+        chosen = AnalysisSettings(
+            level,
+            tie,
+            rating,
+            stored.lambdas,
+            (stored.grid[0], float(grid_stop), int(grid_num)),
+            int(resamples),
+            int(folds),
+            int(seed),
+            adjust,
+            weights,
+            resample,
+        )
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
     return chosen
@@ -74,8 +90,16 @@ def render() -> None:
     # study_analysis keeps one result per study state and settings (shared with the exports and the
     # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
     bar = st.progress(0.0, text="analysing")
-    result = guard(lambda: study_analysis(engine, user, study.id, settings, condition=condition,
-                                          progress=lambda fraction, text: bar.progress(fraction, text=text)))  # fmt: skip
+    result = guard(
+        lambda: study_analysis(
+            engine,
+            user,
+            study.id,
+            settings,
+            condition=condition,
+            progress=lambda fraction, text: bar.progress(fraction, text=text),
+        )
+    )
     bar.empty()
     if result is None:
         return
@@ -105,8 +129,7 @@ def _judges_section(study, user, seed: int, questions: list[str]) -> None:
         question = left.selectbox("Question", questions, key=f"judges-question-{study.id}") if questions else None
         upload = right.file_uploader("Judges' labels", type=["csv"], key=f"judges-{study.id}")
         if upload is not None:
-            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), question,
-                                               seed=seed))  # fmt: skip
+            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), question, seed=seed))
             if isinstance(report, dict):
                 show_table(present.judge_table(report), subheader=False)
 
@@ -159,8 +182,10 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
         row = labels[chosen]
         condition = row.get("condition") or ""
         events = guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or []
-        st.caption("Every vote event, oldest first; 'current' marks each annotator's latest answer (what the analysis "
-                   "counts), the others were superseded by a change.")  # fmt: skip
+        st.caption(
+            "Every vote event, oldest first; 'current' marks each annotator's latest answer (what the analysis "
+            "counts), the others were superseded by a change."
+        )
         columns = ["current", *(c for c in (events[0] if events else {}) if c != "current")]  # "current" first: in view
         tables.show_table(pd.DataFrame(events, columns=columns) if events else [], f"votes on {row['item']} {condition}")
         with st.form("adjudicate"):
@@ -171,8 +196,10 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
                 if value is None:
                     st.error("Choose the final label first: nothing was recorded.")
                 else:
-                    guard(lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
-                          "Recorded; the majority export gives it as the final label.")  # fmt: skip
+                    guard(
+                        lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
+                        "Recorded; the majority export gives it as the final label.",
+                    )
 
 
 def _correlation_section(result: dict) -> None:

@@ -101,8 +101,12 @@ def _item_panel(study: StudySummary) -> None:
     with st.expander("Go back to an earlier item"):
         if history:
             labels = service.history_labels(engine, user, study.id, history)
-            choice = st.selectbox("Item you skipped or judged (skipped first, then newest first)", list(labels),
-                                  format_func=labels.get, key=f"back-{study.id}")  # fmt: skip
+            choice = st.selectbox(
+                "Item you skipped or judged (skipped first, then newest first)",
+                list(labels),
+                format_func=labels.get,
+                key=f"back-{study.id}",
+            )
             if st.button("Open it", key=f"open-{study.id}"):
                 st.session_state[review_key] = choice
         else:
@@ -136,13 +140,15 @@ def _item_panel(study: StudySummary) -> None:
     if comment_key not in st.session_state:
         st.session_state[comment_key] = service.my_comment(engine, user, item.id)
     context = ItemContext(
-        item=item, answers=answers, state=st.session_state,
+        item=item,
+        answers=answers,
+        state=st.session_state,
         vote=lambda chosen, done: _vote(study, item, chosen, done=done),
         skip_button=lambda: _skip_button(study, item),
         comment_box=lambda: st.text_input("Comment (optional)", key=f"comment-{item.id}"),
         finish=lambda: _finish(study, item.id),
         audio=lambda: service.item_audio(engine, user, item.id),
-    )  # fmt: skip
+    )
     KINDS[study.kind].render(st, context)
     st.session_state.pop(screen.PRESSED, None)  # this run reached the database: nothing left unsent
 
@@ -152,8 +158,12 @@ def _vote(study: StudySummary, item, answers: dict[str, str], *, done: bool) -> 
     engine, user = app_engine(), require_user()
     comment = st.session_state.get(f"comment-{item.id}", "")
     try:
-        outcome = guard(lambda: screen.vote(engine, user, study.id, st.session_state, item.id, answers, done=done,
-                                            comment=comment, seconds=_seconds(item.id)), keep=StudyClosed)  # fmt: skip
+        outcome = guard(
+            lambda: screen.vote(
+                engine, user, study.id, st.session_state, item.id, answers, done=done, comment=comment, seconds=_seconds(item.id)
+            ),
+            keep=StudyClosed,
+        )
     except StudyClosed:  # closed before the answer arrived: not stored; the rerun says the study has closed
         st.session_state[CLOSED_REFUSED] = True
         _rerun_item()
@@ -186,8 +196,9 @@ def _closed(study: StudySummary, user) -> None:
         st.text("No other study is open for you now. Thank you!")
         return
     st.text(f"Next open study: {others[0].name}")
-    st.button("Go on with the next open study", type="primary", key=f"next-study-{study.id}",
-              on_click=_choose_study, args=(others[0],))  # fmt: skip
+    st.button(
+        "Go on with the next open study", type="primary", key=f"next-study-{study.id}", on_click=_choose_study, args=(others[0],)
+    )
 
 
 def _choose_study(study: StudySummary) -> None:

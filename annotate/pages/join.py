@@ -30,8 +30,10 @@ def finished(user) -> None:
     """What a worker sees when no item is left for them: the completion code and the way back."""
     status = service.crowd_status(app_engine(), user, out_of_items=True)
     if not status["finished"]:
-        st.info("There is no item left for you in this study. Please return the study on the platform: "
-                "without a judgement there is no completion code.")  # fmt: skip
+        st.info(
+            "There is no item left for you in this study. Please return the study on the platform: "
+            "without a judgement there is no completion code."
+        )
         return
     st.success(f"You have finished: {status['done']} items judged. Thank you!")
     if status["completion_code"]:

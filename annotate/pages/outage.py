@@ -41,12 +41,15 @@ def unreachable_notice(err: BaseException) -> None:
     if last == "not saved":
         st.warning("Your last answer was not saved. When the database is back, answer this item again.")
     elif last == "pending":
-        st.warning("Your last answer was not confirmed by the database, so it may not have been saved. "
-                   "When the database is back, this page checks and tells you.")  # fmt: skip
+        st.warning(
+            "Your last answer was not confirmed by the database, so it may not have been saved. "
+            "When the database is back, this page checks and tells you."
+        )
     elif last == "saved":
         st.info("Your last answer was saved.")
-    st.caption(f"Retrying every {RETRY_SECONDS} seconds; the page carries on by itself when the database is back. "
-               f"({type(err).__name__})")  # fmt: skip
+    st.caption(
+        f"Retrying every {RETRY_SECONDS} seconds; the page carries on by itself when the database is back. ({type(err).__name__})"
+    )
     _retry()
 
 
@@ -54,4 +57,3 @@ def unreachable_notice(err: BaseException) -> None:
 def _retry() -> None:
     if reachable(app_engine()):
         st.rerun()
-

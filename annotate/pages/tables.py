@@ -41,7 +41,14 @@ def show_table(data, name: str, *, download: bool = True, **dataframe_args) -> N
     with st.container(key=f"table-{slug(name)}"):
         st.dataframe(frame, hide_index=True, **dataframe_args)
         if download and not frame.empty:
-            st.download_button("Download as CSV", table_csv(frame), file_name=f"{slug(name)}.csv", mime="text/csv",
-                               key=f"table-download-{slug(name)}", on_click="ignore", type="tertiary",
-                               icon=":material/download:", help="Spreadsheet-safe: a cell that could run as a formula "
-                               "gets a leading apostrophe.")  # fmt: skip
+            st.download_button(
+                "Download as CSV",
+                table_csv(frame),
+                file_name=f"{slug(name)}.csv",
+                mime="text/csv",
+                key=f"table-download-{slug(name)}",
+                on_click="ignore",
+                type="tertiary",
+                icon=":material/download:",
+                help="Spreadsheet-safe: a cell that could run as a formula gets a leading apostrophe.",
+            )

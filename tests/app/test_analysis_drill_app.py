@@ -28,8 +28,11 @@ def test_the_drill_down_marks_current_votes_and_the_final_label_must_be_chosen(a
     assert not probe.exception, probe.exception
     probe.selectbox(key="analysis-drill").set_value(f"{first.key}\u241f{first.condition}").run()
     votes = next(d.value for d in probe.dataframe if "current" in d.value.columns)
-    assert votes[["annotator", "value", "current"]].values.tolist() == [["ann1", "1", False], ["ann1", "0", True],
-                                                                       ["ann2", "1", True]]  # fmt: skip
+    assert votes[["annotator", "value", "current"]].values.tolist() == [
+        ["ann1", "1", False],
+        ["ann1", "0", True],
+        ["ann2", "1", True],
+    ]
     final = probe.radio(key="analysis-final")
     assert final.value is None  # nothing chosen for the adjudicator
     submit = next(b for b in probe.button if b.label == "Record the adjudicated label")

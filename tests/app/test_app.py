@@ -182,7 +182,6 @@ def test_admin_pages_and_download(app_db):
     assert set(annotators.dataframe[0].value["name"]) == {"admin", "ann1", "ann2", "ann3"}
 
 
-
 def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixtures):
     engine = get_engine(app_db)
     start()  # the demo database
@@ -192,7 +191,9 @@ def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixture
         admin_user = find_annotator(session, "admin")
         before = session.scalar(select(func.count()).select_from(Study))
     calls = {f"calls/{p.parent.name}/{p.name}": p.read_bytes() for p in (fixtures / "dstc2").rglob("*.json")}
-    created = service.create_study_from_uploads(engine, admin_user, "uploaded", "slu", [("calls.zip", zip_bytes(calls))], overlap=2)
+    created = service.create_study_from_uploads(
+        engine, admin_user, "uploaded", "slu", [("calls.zip", zip_bytes(calls))], overlap=2
+    )
     assert created.items == 36
     bad = [("good.json", (fixtures / "fga_result_json" / "som-dst_result.sample.json").read_bytes()), ("bad.json", b'{"x": [')]
     with pytest.raises(ValueError) as caught:

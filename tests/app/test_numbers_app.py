@@ -46,8 +46,9 @@ def test_progress_and_analysis_agree_on_an_adaptive_study_with_a_budget(app_db, 
     start()
     _, token = log_in(engine, "admin", "demo-admin-pw")
     study_id = _adaptive_study(engine, tmp_path)
-    analysis = _as_admin(AppTest.from_string("from annotate.pages import analysis\nanalysis.render()\n", default_timeout=180),
-                         token, study_id)  # fmt: skip
+    analysis = _as_admin(
+        AppTest.from_string("from annotate.pages import analysis\nanalysis.render()\n", default_timeout=180), token, study_id
+    )
     assert not analysis.exception, analysis.exception
     design = next(d.value for d in analysis.dataframe if "estimate" in d.value.columns)
     row = design[design["estimate"].str.startswith("question:")].iloc[0]
@@ -55,8 +56,9 @@ def test_progress_and_analysis_agree_on_an_adaptive_study_with_a_budget(app_db, 
     value, interval = row["value"], row["95% CI"]
     assert len(value.rsplit(".", 1)[1]) == 3 and interval.count(".") == 2  # 3 decimals
 
-    progress = _as_admin(AppTest.from_string("from annotate.pages import admin\nadmin.progress_page()\n", default_timeout=180),
-                         token, study_id)  # fmt: skip
+    progress = _as_admin(
+        AppTest.from_string("from annotate.pages import admin\nadmin.progress_page()\n", default_timeout=180), token, study_id
+    )
     assert not progress.exception, progress.exception
     line = next(t.value for t in progress.text if t.value.startswith("Design: adaptive"))
     assert f"now {value} {interval}, width" in line, (line, value, interval)

@@ -17,9 +17,10 @@ def held_by(engine, name: str) -> list[tuple[int, str]]:
 
     with read_session(engine) as session:
         return session.execute(
-            select(Assignment.study_id, Assignment.status).join(Annotator, Annotator.id == Assignment.annotator_id)
+            select(Assignment.study_id, Assignment.status)
+            .join(Annotator, Annotator.id == Assignment.annotator_id)
             .where(Annotator.name == name, Assignment.status == "active")
-        ).all()  # fmt: skip
+        ).all()
 
 
 def test_analysis_page_twice_with_the_same_settings(app_db):
@@ -49,8 +50,10 @@ def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_
     monkeypatch.setattr(analysis_module, "analyse", lambda *a, **k: calls.append(a[2]) or original(*a, **k))
     assert not analysis_as(token).exception
     study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
-    outputs = {fmt: service.export(engine, admin, study.id, fmt)[0]
-               for fmt in ("majority-csv", "agreement-csv", "correlation-csv", "calibration-json", "report-html", "report-md")}
+    outputs = {
+        fmt: service.export(engine, admin, study.id, fmt)[0]
+        for fmt in ("majority-csv", "agreement-csv", "correlation-csv", "calibration-json", "report-html", "report-md")
+    }
     assert calls == [study.id]  # one analysis for the page and six exports
     assert b"jga" in outputs["correlation-csv"] and b"best_lambda" in outputs["calibration-json"]
     # a new vote is a new state of the study: computed again, once
@@ -102,7 +105,7 @@ def test_switching_study_releases_the_place(app_db):
 
     engine = get_engine(app_db)
     app = login("ann1", "demo-ann1-pw")
-    (first_study, _), = held_by(engine, "ann1")
+    ((first_study, _),) = held_by(engine, "ann1")
     choose_study(app, "CoCo")
     held = held_by(engine, "ann1")
     assert len(held) == 1 and held[0][0] != first_study
@@ -124,10 +127,24 @@ def test_serve_prints_the_demo_accounts_when_the_server_starts(tmp_path, fixture
     env.pop("DST_JUDGE_DB", None)
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "annotate", "--db", f"sqlite:///{tmp_path / 'fresh.sqlite'}", "serve",
-             "--server.port", str(port), "--server.headless", "true"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "annotate",
+                "--db",
+                f"sqlite:///{tmp_path / 'fresh.sqlite'}",
+                "serve",
+                "--server.port",
+                str(port),
+                "--server.headless",
+                "true",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             wait_for_health(f"http://127.0.0.1:{port}", "python -m annotate serve", process)
             time.sleep(0.5)

@@ -41,8 +41,12 @@ def server(tmp_path_factory, fixtures):
         pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
     folder = tmp_path_factory.mktemp("browser")
     url = f"sqlite:///{folder / 'judge.sqlite'}"
-    env = {"DST_JUDGE_DB": url, "DST_JUDGE_FIXTURES": str(fixtures), "DST_JUDGE_BCRYPT_ROUNDS": "4",
-           "DST_JUDGE_LOG": str(folder / "streamlit.log")}  # fmt: skip
+    env = {
+        "DST_JUDGE_DB": url,
+        "DST_JUDGE_FIXTURES": str(fixtures),
+        "DST_JUDGE_BCRYPT_ROUNDS": "4",
+        "DST_JUDGE_LOG": str(folder / "streamlit.log"),
+    }
     engine = make_engine(url)
     upgrade(engine)
     os.environ.setdefault("DST_JUDGE_FIXTURES", str(fixtures))

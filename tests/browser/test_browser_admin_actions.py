@@ -27,8 +27,11 @@ COCO = DEMO_STUDIES[1]
 def server(tmp_path_factory, fixtures):
     require_chromium()
     os.environ.setdefault("DST_JUDGE_FIXTURES", str(fixtures))
-    running = database_server(tmp_path_factory.mktemp("admin-actions"), lambda engine: ensure_demo(engine, announce=False),
-                              {"DST_JUDGE_FIXTURES": str(fixtures)})  # fmt: skip
+    running = database_server(
+        tmp_path_factory.mktemp("admin-actions"),
+        lambda engine: ensure_demo(engine, announce=False),
+        {"DST_JUDGE_FIXTURES": str(fixtures)},
+    )
     yield running
     running.stop()
     running.engine.dispose()
@@ -67,7 +70,8 @@ def test_admin_actions_show_at_once_repeat_safely_and_keep_the_tab(browser, serv
     # Create a study by upload; then choosing a study in "Change a study" stays there.
     admin.get_by_label("Name", exact=True).fill("Uploaded pilot")
     admin.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
-        str(fixtures / "fga_human_eval" / "MUL0144.json.txt"))  # fmt: skip
+        str(fixtures / "fga_human_eval" / "MUL0144.json.txt")
+    )
     admin.get_by_text("MUL0144.json.txt").first.wait_for()
     after_run(admin, lambda: admin.get_by_role("button", name="Create study").click())
     admin.get_by_text("Study created.").wait_for()

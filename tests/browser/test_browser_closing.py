@@ -77,16 +77,29 @@ def study_id(engine, name: str) -> int:
 
 def votes_of(engine, name: str) -> list[tuple[str, str]]:
     with read_session(engine) as session:
-        return [tuple(r) for r in session.execute(
-            select(Study.name, VoteEvent.value).join(Item, VoteEvent.item_id == Item.id).join(Study, Item.study_id == Study.id)
-            .join(Annotator, VoteEvent.annotator_id == Annotator.id).where(Annotator.name == name).order_by(VoteEvent.id)
-        )]  # fmt: skip
+        return [
+            tuple(r)
+            for r in session.execute(
+                select(Study.name, VoteEvent.value)
+                .join(Item, VoteEvent.item_id == Item.id)
+                .join(Study, Item.study_id == Study.id)
+                .join(Annotator, VoteEvent.annotator_id == Annotator.id)
+                .where(Annotator.name == name)
+                .order_by(VoteEvent.id)
+            )
+        ]
 
 
 def votes_on(engine, study: str) -> int:
     with read_session(engine) as session:
-        return len(session.execute(select(VoteEvent.id).join(Item, VoteEvent.item_id == Item.id)
-                                   .join(Study, Item.study_id == Study.id).where(Study.name == study)).all())  # fmt: skip
+        return len(
+            session.execute(
+                select(VoteEvent.id)
+                .join(Item, VoteEvent.item_id == Item.id)
+                .join(Study, Item.study_id == Study.id)
+                .where(Study.name == study)
+            ).all()
+        )
 
 
 def no_error_box(page, where: str) -> None:

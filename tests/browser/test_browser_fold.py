@@ -62,9 +62,10 @@ def _held(server) -> Item | None:
     """The item the annotator holds now (the one on their screen)."""
     with read_session(server.engine) as session:
         item_id = session.scalar(
-            select(Assignment.item_id).where(Assignment.annotator_id == server.annotator_id, Assignment.status == "active")
+            select(Assignment.item_id)
+            .where(Assignment.annotator_id == server.annotator_id, Assignment.status == "active")
             .order_by(Assignment.id.desc())
-        )  # fmt: skip
+        )
         return session.get(Item, item_id) if item_id is not None else None
 
 
@@ -97,7 +98,9 @@ def _off_screen(page, item: Item, kind: str) -> list[str]:
             locators[f"act {position + 1}"] = radios.nth(position)
     for what, locator in locators.items():
         assert locator.count() == 1, f"{item.key}: {what} found {locator.count()} times"
-    return [f"{what} (y {locator.bounding_box()['y']:.0f})" for what, locator in locators.items() if not in_viewport(page, locator)]
+    return [
+        f"{what} (y {locator.bounding_box()['y']:.0f})" for what, locator in locators.items() if not in_viewport(page, locator)
+    ]
 
 
 def _judge(page, item: Item, kind: str) -> None:
@@ -144,7 +147,9 @@ def test_every_item_has_its_controls_on_the_first_screen(study_server):
             assert eventually(lambda: _judged(server) >= len(seen)), f"{item.key}: the keyboard vote was not stored"
         browser.close()
     assert len(seen) == total, f"walked {len(seen)} of {total} items"
-    assert not failures, f"{len(failures)} of {total} {kind} items have controls below the fold at 1400x900:\n" + "\n".join(failures)
+    assert not failures, f"{len(failures)} of {total} {kind} items have controls below the fold at 1400x900:\n" + "\n".join(
+        failures
+    )
 
 
 def screenshot_first_screen(page, name: str):

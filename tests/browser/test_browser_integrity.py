@@ -64,18 +64,29 @@ def new_context(browser):
 def held(engine, name: str) -> list[str]:
     """The keys of the items ``name`` holds now (an unexpired place, not yet judged)."""
     with read_session(engine) as session:
-        return list(session.scalars(
-            select(Item.key).join(Assignment, Assignment.item_id == Item.id).join(Annotator, Assignment.annotator_id == Annotator.id)
-            .where(Annotator.name == name, Assignment.status == "active").order_by(Assignment.id)
-        ))  # fmt: skip
+        return list(
+            session.scalars(
+                select(Item.key)
+                .join(Assignment, Assignment.item_id == Item.id)
+                .join(Annotator, Assignment.annotator_id == Annotator.id)
+                .where(Annotator.name == name, Assignment.status == "active")
+                .order_by(Assignment.id)
+            )
+        )
 
 
 def votes_by(engine, name: str) -> list[tuple[str, str]]:
     with read_session(engine) as session:
-        return [tuple(row) for row in session.execute(
-            select(Item.key, VoteEvent.value).join(Item, VoteEvent.item_id == Item.id)
-            .join(Annotator, VoteEvent.annotator_id == Annotator.id).where(Annotator.name == name).order_by(VoteEvent.id)
-        )]  # fmt: skip
+        return [
+            tuple(row)
+            for row in session.execute(
+                select(Item.key, VoteEvent.value)
+                .join(Item, VoteEvent.item_id == Item.id)
+                .join(Annotator, VoteEvent.annotator_id == Annotator.id)
+                .where(Annotator.name == name)
+                .order_by(VoteEvent.id)
+            )
+        ]
 
 
 def shown_key(page, engine) -> str:
@@ -83,8 +94,10 @@ def shown_key(page, engine) -> str:
     from annotate.kinds import KINDS
 
     with read_session(engine) as session:
-        openings = {key: " ".join(KINDS["satisfaction"].preview(payload).split())
-                    for key, payload in session.execute(select(Item.key, Item.payload))}  # fmt: skip
+        openings = {
+            key: " ".join(KINDS["satisfaction"].preview(payload).split())
+            for key, payload in session.execute(select(Item.key, Item.payload))
+        }
     text = " ".join(page.get_by_test_id("stMain").inner_text().split())
     found = [key for key, opening in openings.items() if opening in text]
     return found[0] if len(found) == 1 else None
@@ -99,8 +112,7 @@ def test_a_vote_on_an_item_reassigned_meanwhile_is_refused_not_redirected(server
     assert seen is not None and held(server.engine, "first") == [seen]
     # The place times out (the annotator went for lunch) and the item goes to someone else, who judges it.
     with write_session(server.engine) as session:
-        session.execute(update(Assignment).where(Assignment.status == "active")
-                        .values(assigned_at=utcnow() - timedelta(days=1)))  # fmt: skip
+        session.execute(update(Assignment).where(Assignment.status == "active").values(assigned_at=utcnow() - timedelta(days=1)))
     from annotate.votes import cast_vote
 
     with write_session(server.engine) as session:  # the expired place goes back and the other takes it

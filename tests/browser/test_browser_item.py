@@ -38,8 +38,14 @@ def longest_server(tmp_path_factory, fixtures):
     def prepare(engine):
         with write_session(engine) as session:
             add_annotator(session, "rater", "rater-password")
-            create_study(session, "Longest dialogue", "satisfaction", [fixtures / "fga_human_eval" / LONGEST], overlap=1,
-                         guideline=guideline)  # fmt: skip
+            create_study(
+                session,
+                "Longest dialogue",
+                "satisfaction",
+                [fixtures / "fga_human_eval" / LONGEST],
+                overlap=1,
+                guideline=guideline,
+            )
 
     server = database_server(tmp_path_factory.mktemp("longest"), prepare, {"DST_JUDGE_DEMO": "0"})
     yield server
@@ -60,8 +66,10 @@ def test_the_longest_dialogue_fits_the_first_screen(longest_server):
         satisfied.wait_for()
         screenshot(page, "30-compact-item-on-arrival")
         height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-        print(f"longest dialogue at 1400x900: page {height} px (before: {BEFORE_HEIGHT} px), "
-              f"buttons at y = {satisfied.bounding_box()['y']:.0f}")  # fmt: skip
+        print(
+            f"longest dialogue at 1400x900: page {height} px (before: {BEFORE_HEIGHT} px), "
+            f"buttons at y = {satisfied.bounding_box()['y']:.0f}"
+        )
         for name in ("Satisfied (1)", "Not satisfied (0)", "Skip"):
             assert in_viewport(page, page.get_by_role("button", name=name)), f"{name} is not visible on arrival"
         assert height < BEFORE_HEIGHT / 2

@@ -48,10 +48,15 @@ def own_pg(tmp_path, fixtures):
 
 def votes(engine) -> list[tuple[str, str]]:
     with read_session(engine) as session:
-        return [tuple(r) for r in session.execute(
-            select(Item.key, VoteEvent.value).join(Item, VoteEvent.item_id == Item.id)
-            .join(Annotator, VoteEvent.annotator_id == Annotator.id).order_by(VoteEvent.id)
-        )]  # fmt: skip
+        return [
+            tuple(r)
+            for r in session.execute(
+                select(Item.key, VoteEvent.value)
+                .join(Item, VoteEvent.item_id == Item.id)
+                .join(Annotator, VoteEvent.annotator_id == Annotator.id)
+                .order_by(VoteEvent.id)
+            )
+        ]
 
 
 def no_error_box(page) -> None:
@@ -63,8 +68,15 @@ def no_error_box(page) -> None:
 @pytest.fixture
 def rater_page(own_pg, tmp_path):
     """The app on the test's own server, and the rater logged in on an item, at 1400x900."""
-    server = StreamlitServer({"DST_JUDGE_DB": own_pg.url, "DST_JUDGE_DEMO": "0", "DST_JUDGE_BCRYPT_ROUNDS": "4",
-                              "DST_JUDGE_DB_CONNECT_TIMEOUT": "2", "DST_JUDGE_LOG": str(tmp_path / "streamlit.log")})  # fmt: skip
+    server = StreamlitServer(
+        {
+            "DST_JUDGE_DB": own_pg.url,
+            "DST_JUDGE_DEMO": "0",
+            "DST_JUDGE_BCRYPT_ROUNDS": "4",
+            "DST_JUDGE_DB_CONNECT_TIMEOUT": "2",
+            "DST_JUDGE_LOG": str(tmp_path / "streamlit.log"),
+        }
+    )
     try:
         with playwright_api.sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -125,7 +137,9 @@ def test_an_answer_cut_off_by_the_outage_is_settled_when_the_database_is_back(ow
     no_error_box(page)
     screenshot(page, "74-database-back-answer-not-saved")
     # the same dialogue is still on the screen
-    assert page.get_by_test_id("stMain").inner_text().split("Are you satisfied")[1][:300] == \
-        before.split("Are you satisfied")[1][:300]  # fmt: skip
+    assert (
+        page.get_by_test_id("stMain").inner_text().split("Are you satisfied")[1][:300]
+        == before.split("Are you satisfied")[1][:300]
+    )
     press(page, "1")
     assert eventually(lambda: len(votes(own_pg.engine)) == 1)

@@ -26,7 +26,7 @@ from tests.browser_harness import (
     screenshot,
     wait_for_health,
     wait_idle,
-)  # fmt: skip
+)
 from tests.conftest import REPO
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -44,10 +44,26 @@ def fresh_server(tmp_path_factory, fixtures):
     env.pop("DST_JUDGE_DB", None)
     output = open(log, "wb")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
-        [sys.executable, "-m", "annotate", "--db", f"sqlite:///{folder / 'judge.sqlite'}", "serve", "--server.port", str(port),
-         "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "annotate",
+            "--db",
+            f"sqlite:///{folder / 'judge.sqlite'}",
+            "serve",
+            "--server.port",
+            str(port),
+            "--server.headless",
+            "true",
+            "--server.fileWatcherType",
+            "none",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_health(url, f"python -m annotate serve (log {log})", process)
@@ -99,7 +115,9 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     for name, chosen in (("Pilot A", files[:4]), ("Pilot B", files[4:6])):
         admin.get_by_label("Name", exact=True).fill(name)
         admin.get_by_label("Annotators per item (k)").first.fill("2")
-        admin.get_by_role("textbox", name="System name (satisfaction) or CoCo variant").fill("pilot-system")  # loose files name none
+        admin.get_by_role("textbox", name="System name (satisfaction) or CoCo variant").fill(
+            "pilot-system"
+        )  # loose files name none
         admin.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files([str(p) for p in chosen])
         admin.get_by_text(chosen[0].name).first.wait_for()
         after_run(admin, lambda: admin.get_by_role("button", name="Create study").click())

@@ -114,10 +114,16 @@ def test_a_crowd_worker_runs_from_the_join_link_to_the_completion_code(browser, 
     assert worker.get_by_test_id("stCode").first.inner_text().strip() == "C0MPL3TE"
     screenshot(worker, "52-crowd-completion-code")
     with read_session(server.engine) as session:
-        values = session.execute(
-            select(VoteEvent.value).join(Annotator).where(Annotator.name.like("prolific:5f3a9c0d1e2b3c4d5e6f7a8b@%"))
-            .order_by(VoteEvent.id)
-        ).scalars().all()  # fmt: skip
+        values = (
+            session.execute(
+                select(VoteEvent.value)
+                .join(Annotator)
+                .where(Annotator.name.like("prolific:5f3a9c0d1e2b3c4d5e6f7a8b@%"))
+                .order_by(VoteEvent.id)
+            )
+            .scalars()
+            .all()
+        )
     assert values == ["1", "0"]
     worker.reload()  # a reload keeps the worker signed in, and finished
     worker.get_by_text("Your completion code:").wait_for()
@@ -211,8 +217,11 @@ def test_the_slu_item_plays_the_audio_starts_from_the_asr_and_takes_act_shortcut
         ann3 = session.scalar(select(Annotator.id).where(Annotator.name == "ann3"))
         from annotate.models import Assignment
 
-        held = session.scalar(select(Assignment.item_id).where(Assignment.annotator_id == ann3, Assignment.status == "active")
-                              .order_by(Assignment.id.desc()))  # fmt: skip
+        held = session.scalar(
+            select(Assignment.item_id)
+            .where(Assignment.annotator_id == ann3, Assignment.status == "active")
+            .order_by(Assignment.id.desc())
+        )
         item = session.get(Item, held)
     top_asr = item.payload["asr"][0][0] if item.payload["asr"] else ""
     box = page.get_by_label("Transcription (what the caller actually said)")
@@ -239,9 +248,11 @@ def test_the_slu_item_plays_the_audio_starts_from_the_asr_and_takes_act_shortcut
 def _votes(server, name: str, item_id: int):
     with read_session(server.engine) as session:
         return session.execute(
-            select(VoteEvent.question, VoteEvent.value).join(Annotator)
-            .where(Annotator.name == name, VoteEvent.item_id == item_id).order_by(VoteEvent.id)
-        ).all()  # fmt: skip
+            select(VoteEvent.question, VoteEvent.value)
+            .join(Annotator)
+            .where(Annotator.name == name, VoteEvent.item_id == item_id)
+            .order_by(VoteEvent.id)
+        ).all()
 
 
 def test_a_study_with_votes_is_deleted_only_after_its_votes_are_downloaded(browser, server):  # noqa: F811

@@ -105,10 +105,13 @@ def test_two_servers_behind_nginx_survive_a_sigkill(pg_url, tmp_path):
         )
         over = session.scalar(
             select(func.count()).select_from(
-                select(Assignment.item_id).where(Assignment.status == "done").group_by(Assignment.item_id)
-                .having(func.count() > 3).subquery()
+                select(Assignment.item_id)
+                .where(Assignment.status == "done")
+                .group_by(Assignment.item_id)
+                .having(func.count() > 3)
+                .subquery()
             )
-        )  # fmt: skip
+        )
         items = session.scalar(select(func.count()).select_from(Item))
     for i in range(STORE_ANNOTATORS):
         name = f"store-{i:02d}"
@@ -119,5 +122,7 @@ def test_two_servers_behind_nginx_survive_a_sigkill(pg_url, tmp_path):
     assert over == 0
     total = sum(ledger.acknowledged.values())
     assert total >= 200 and items == 1500
-    print(f"\nscale-out: {total} votes acknowledged by {len(threads)} annotators, "
-          f"in flight at the kill: {sum(ledger.in_flight.values())}, retried races: {len(ledger.errors)}")  # fmt: skip
+    print(
+        f"\nscale-out: {total} votes acknowledged by {len(threads)} annotators, "
+        f"in flight at the kill: {sum(ledger.in_flight.values())}, retried races: {len(ledger.errors)}"
+    )

@@ -60,9 +60,16 @@ def test_the_adaptive_draw_is_the_only_thing_offered_and_caps_hold(engine, tmp_p
     assert drawn["items"] == 120 and 0 < drawn["included"] < 120 and drawn["expected_dialogues"] == 60
     done = _judge_everything(engine, study, people)
     with read_session(engine) as session:
-        items = session.execute(select(Item.id, Item.included, Item.pi, Item.extra_capacity).where(Item.study_id == study.id)).all()
-        judged = dict(session.execute(select(Assignment.item_id, func.count()).where(
-            Assignment.study_id == study.id, Assignment.status == "done").group_by(Assignment.item_id)).all())  # fmt: skip
+        items = session.execute(
+            select(Item.id, Item.included, Item.pi, Item.extra_capacity).where(Item.study_id == study.id)
+        ).all()
+        judged = dict(
+            session.execute(
+                select(Assignment.item_id, func.count())
+                .where(Assignment.study_id == study.id, Assignment.status == "done")
+                .group_by(Assignment.item_id)
+            ).all()
+        )
         values = {}
         rows = session.execute(select(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.value).order_by(VoteEvent.id))
         for item_id, annotator_id, value in rows:
@@ -168,8 +175,9 @@ def test_the_design_from_the_command_line(db_url, tmp_path):
     ok(cli(db_url, "study", "create", "pool", "--kind", "satisfaction", str(corpus), str(dialogue_file(corpus))))
     refused = cli(db_url, "study", "design", "pool", "--policy", "adaptive")
     assert refused.returncode != 0 and "needs a budget" in refused.stderr
-    drawn = json.loads(ok(cli(db_url, "study", "design", "pool", "--policy", "adaptive", "--budget", "45",
-                              "--target-width", "0.3", "--json")))  # fmt: skip
+    drawn = json.loads(
+        ok(cli(db_url, "study", "design", "pool", "--policy", "adaptive", "--budget", "45", "--target-width", "0.3", "--json"))
+    )
     assert drawn["policy"] == "adaptive" and drawn["items"] == 40 and 0 < drawn["included"] < 40
     status = json.loads(ok(cli(db_url, "study", "design", "pool", "--json")))
     assert status["policy"] == "adaptive" and status["budget"] == 45 and status["spent"] == 0 and status["width"] is None

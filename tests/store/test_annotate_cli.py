@@ -18,8 +18,13 @@ def cli(db_url: str, *args: str, password: str | None = None) -> subprocess.Comp
     if password:
         env["DST_JUDGE_PASSWORD"] = password
     return subprocess.run(
-        [sys.executable, "-m", "annotate", "--db", db_url, *args], cwd=REPO, capture_output=True, text=True, env=env,
-        stdin=subprocess.DEVNULL, timeout=120,
+        [sys.executable, "-m", "annotate", "--db", db_url, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
     )
 
 
@@ -33,8 +38,25 @@ def test_scripted_study(db_url, fixtures, tmp_path):
     assert "added admin boss" in ok(cli(db_url, "annotator", "add", "boss", "--admin", password="long-enough-pw"))
     no_password = cli(db_url, "annotator", "add", "nopw")
     assert no_password.returncode == 2 and "DST_JUDGE_PASSWORD" in no_password.stderr
-    out = ok(cli(db_url, "study", "create", "sat", "--kind", "satisfaction", "--overlap", "2", "--sample", "5", "--seed", "3",
-                 "--guideline", str(fixtures / "dst_evaluation_guideline.txt"), str(fixtures / "fga_human_eval")))
+    out = ok(
+        cli(
+            db_url,
+            "study",
+            "create",
+            "sat",
+            "--kind",
+            "satisfaction",
+            "--overlap",
+            "2",
+            "--sample",
+            "5",
+            "--seed",
+            "3",
+            "--guideline",
+            str(fixtures / "dst_evaluation_guideline.txt"),
+            str(fixtures / "fga_human_eval"),
+        )
+    )
     assert "with 5 items (overlap 2)" in out
     ok(cli(db_url, "study", "create", "cf", "--kind", "coco", "--condition", "coco-rare", str(fixtures / "coco")))
     ok(cli(db_url, "study", "create", "slu", "--kind", "slu", str(fixtures / "dstc2")))
@@ -48,9 +70,12 @@ def test_scripted_study(db_url, fixtures, tmp_path):
     sat_keys = [i["key"] for i in json.loads(ok(cli(db_url, "study", "items", "sat", "--json")))]
 
     votes = tmp_path / "votes.csv"
-    votes.write_text("item,annotator,question,value,comment\n" + "".join(
-        f"{key},{who},satisfied,{(i + j) % 2},\n" for i, key in enumerate(sat_keys) for j, who in enumerate(["ann", "bea"])
-    ))
+    votes.write_text(
+        "item,annotator,question,value,comment\n"
+        + "".join(
+            f"{key},{who},satisfied,{(i + j) % 2},\n" for i, key in enumerate(sat_keys) for j, who in enumerate(["ann", "bea"])
+        )
+    )
     assert "imported 10 votes" in ok(cli(db_url, "votes", "import", "sat", str(votes)))
     status = json.loads(ok(cli(db_url, "status", "sat", "--json")))
     assert status["judgements_done"] == 10 and status["fraction_done"] == 1.0
@@ -60,8 +85,19 @@ def test_scripted_study(db_url, fixtures, tmp_path):
     exported = list(csv.DictReader(io.StringIO(ok(cli(db_url, "votes", "export", "sat")))))
     assert len(exported) == 10
     # The first eight columns as they always were; crowd workers are told apart by the last three (issue 14).
-    assert list(exported[0]) == ["item", "condition", "annotator", "question", "value", "comment", "created_at", "seconds",
-                                 "annotator_kind", "platform", "platform_id"]  # fmt: skip
+    assert list(exported[0]) == [
+        "item",
+        "condition",
+        "annotator",
+        "question",
+        "value",
+        "comment",
+        "created_at",
+        "seconds",
+        "annotator_kind",
+        "platform",
+        "platform_id",
+    ]
     assert {row["annotator_kind"] for row in exported} == {"account"}
     assert exported[0]["condition"] == "fga_human_eval"
     out = tmp_path / "votes.jsonl"

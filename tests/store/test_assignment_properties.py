@@ -57,14 +57,20 @@ def test_capacity_and_votes_hold_whatever_annotators_do_at_once(engine, fixtures
     with ThreadPoolExecutor(max_workers=len(scripts)) as pool:
         acknowledged = list(pool.map(lambda pair: run_script(engine, study.id, *pair), zip(people, scripts)))
     with read_session(engine) as session:
-        stored = dict(session.execute(
-            select(VoteEvent.annotator_id, func.count()).join(Item, Item.id == VoteEvent.item_id)
-            .where(Item.study_id == study.id).group_by(VoteEvent.annotator_id)
-        ).all())  # fmt: skip
+        stored = dict(
+            session.execute(
+                select(VoteEvent.annotator_id, func.count())
+                .join(Item, Item.id == VoteEvent.item_id)
+                .where(Item.study_id == study.id)
+                .group_by(VoteEvent.annotator_id)
+            ).all()
+        )
         voters = session.execute(
             select(VoteEvent.item_id, func.count(func.distinct(VoteEvent.annotator_id)))
-            .join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study.id).group_by(VoteEvent.item_id)
-        ).all()  # fmt: skip
+            .join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study.id)
+            .group_by(VoteEvent.item_id)
+        ).all()
     assert [stored.get(p.id, 0) for p in people] == acknowledged  # every acknowledged vote, nothing else
     assert all(n <= overlap for _, n in voters)  # never more annotators on an item than its capacity
     counters_match(engine, study.id)

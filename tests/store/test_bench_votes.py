@@ -14,10 +14,26 @@ from tests.databases import PG_ADMIN_URL, require_pg
 def test_the_vote_bench_prints_its_contract():
     require_pg()
     out = subprocess.run(
-        [sys.executable, "-m", "bench.bench_votes", "--json", "--writers", "6", "--votes", "6", "--items", "40",
-         "--pg", PG_ADMIN_URL],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=True,
-    ).stdout  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_votes",
+            "--json",
+            "--writers",
+            "6",
+            "--votes",
+            "6",
+            "--items",
+            "40",
+            "--pg",
+            PG_ADMIN_URL,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     result = json.loads(out)
     keys = {"p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost"}
     for backend in ("sqlite", "postgresql"):

@@ -180,10 +180,11 @@ def generic(study_id, secret, worker):
 
 def crowd_count(engine):
     with read_session(engine) as session:
-        return (session.scalar(select(func.count()).select_from(CrowdWorker)),
-                session.scalar(select(func.count()).select_from(Annotator).where(Annotator.role == "worker")),
-                session.scalar(select(func.count()).select_from(LoginSession).join(Annotator)
-                               .where(Annotator.role == "worker")))  # fmt: skip
+        return (
+            session.scalar(select(func.count()).select_from(CrowdWorker)),
+            session.scalar(select(func.count()).select_from(Annotator).where(Annotator.role == "worker")),
+            session.scalar(select(func.count()).select_from(LoginSession).join(Annotator).where(Annotator.role == "worker")),
+        )
 
 
 def test_the_301st_worker_is_refused_at_the_links_300_places_and_nothing_is_made(engine, fixtures):
@@ -191,16 +192,18 @@ def test_the_301st_worker_is_refused_at_the_links_300_places_and_nothing_is_made
     boss = admin(engine)
     secret = open_crowd(engine, boss, study.id, places=300)["secret"]
     for i in range(300):  # each from its own address: the per-client limit is not what stops them
-        service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.1.{i // 200}.{i % 200}",
-                           now=T0 + timedelta(seconds=i))  # fmt: skip
+        service.join_crowd(
+            engine, generic(study.id, secret, f"w{i}"), client=f"10.1.{i // 200}.{i % 200}", now=T0 + timedelta(seconds=i)
+        )
     assert crowd_count(engine) == (300, 300, 300)
     with pytest.raises(crowd.JoinRefused, match="no places left") as refused:
         service.join_crowd(engine, generic(study.id, secret, "w300"), client="10.9.9.9", now=T0 + timedelta(seconds=301))
     assert secret not in str(refused.value)
     assert crowd_count(engine) == (300, 300, 300)  # no account, no session
     # a worker who joined comes back (a reload, another tab): still their place
-    again = session_user(engine, service.join_crowd(engine, generic(study.id, secret, "w7"), client="10.9.9.9",
-                                                    now=T0 + timedelta(seconds=302)))  # fmt: skip
+    again = session_user(
+        engine, service.join_crowd(engine, generic(study.id, secret, "w7"), client="10.9.9.9", now=T0 + timedelta(seconds=302))
+    )
     assert again.name == f"generic:w7@{study.id}"
     assert crowd_count(engine)[:2] == (300, 300)
     assert service.crowd_joins(engine, boss, study.id, now=T0 + timedelta(seconds=302))["joined"] == 300
@@ -254,8 +257,9 @@ def test_new_workers_from_one_client_are_rate_limited_across_servers(engine, db_
     try:
         servers = [engine, other_server]
         for i in range(crowd.JOINS_PER_CLIENT):
-            service.join_crowd(servers[i % 2], generic(study.id, secret, f"w{i}"), client="203.0.113.5",
-                               now=T0 + timedelta(seconds=i))  # fmt: skip
+            service.join_crowd(
+                servers[i % 2], generic(study.id, secret, f"w{i}"), client="203.0.113.5", now=T0 + timedelta(seconds=i)
+            )
         late = T0 + timedelta(seconds=30)
         with pytest.raises(crowd.JoinRefused, match="Too many new workers") as refused:
             service.join_crowd(other_server, generic(study.id, secret, "w-next"), client="203.0.113.5", now=late)
@@ -265,8 +269,9 @@ def test_new_workers_from_one_client_are_rate_limited_across_servers(engine, db_
         service.join_crowd(engine, generic(study.id, secret, "w0"), client="203.0.113.5", now=late)
         service.join_crowd(engine, generic(study.id, secret, "w-elsewhere"), client="198.51.100.7", now=late)
         # once the window has passed, that client may bring a new worker again
-        service.join_crowd(engine, generic(study.id, secret, "w-next"), client="203.0.113.5",
-                           now=T0 + crowd.JOIN_WINDOW + timedelta(seconds=1))  # fmt: skip
+        service.join_crowd(
+            engine, generic(study.id, secret, "w-next"), client="203.0.113.5", now=T0 + crowd.JOIN_WINDOW + timedelta(seconds=1)
+        )
         assert crowd_count(engine)[:2] == (crowd.JOINS_PER_CLIENT + 2, crowd.JOINS_PER_CLIENT + 2)
     finally:
         other_server.dispose()
@@ -297,7 +302,12 @@ def test_the_admin_sees_joins_per_minute(engine, fixtures):
         service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.5.0.{i}", now=now - timedelta(seconds=age))
     stats = service.crowd_joins(engine, boss, study.id, now=now)
     assert (stats["joined"], stats["places"], stats["last_minute"], stats["last_10_minutes"], stats["last_hour"]) == (
-        10, 50, 3, 7, 9)  # fmt: skip
+        10,
+        50,
+        3,
+        7,
+        9,
+    )
     assert stats["per_minute"] == pytest.approx(0.7)  # over the last 10 minutes
     assert stats["per_minute_series"][-1] == 3 and sum(stats["per_minute_series"]) == 7  # the last 10 minutes, oldest first
     assert len(stats["per_minute_series"]) == 10

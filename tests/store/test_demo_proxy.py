@@ -21,8 +21,14 @@ def _serve(db_url: str, fixtures, **env: str) -> subprocess.CompletedProcess:
     environ = {**os.environ, "DST_JUDGE_FIXTURES": str(fixtures), "DST_JUDGE_BCRYPT_ROUNDS": "4", **env}
     environ.pop("DST_JUDGE_DEMO", None)
     # an address not on this host: were the refusal missing, streamlit would fail to bind instead of serving
-    return subprocess.run([sys.executable, "-m", "annotate", "--db", db_url, "serve", "--server.address", "192.0.2.1"],
-                          cwd=REPO, env=environ, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "annotate", "--db", db_url, "serve", "--server.address", "192.0.2.1"],
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def _people(engine) -> int:

@@ -51,8 +51,10 @@ def store(tmp_path_factory, fixtures):
         people = [add_annotator(session, name) for name in ("ann1", "ann2", "@evil")]
     with write_session(engine) as session:
         people = [session.merge(p) for p in people]
-        items = {kind: list(session.scalars(select(Item).join(Item.study).where(Item.study.has(name=kind)).order_by(Item.id)))
-                 for kind in ("sat", "coco", "slu")}  # fmt: skip
+        items = {
+            kind: list(session.scalars(select(Item).join(Item.study).where(Item.study.has(name=kind)).order_by(Item.id)))
+            for kind in ("sat", "coco", "slu")
+        }
         for position, item in enumerate(items["sat"]):
             exact = sum(t["gold"] == t["pred"] for t in item.payload["turns"]) / len(item.payload["turns"])
             for k, person in enumerate(people):
@@ -225,24 +227,34 @@ LABELS_SCHEMA = {
     "required": ["session-id", "turns"],
     "properties": {
         "session-id": {"type": "string"},
-        "turns": {"type": "array", "items": {
-            "type": "object",
-            "required": ["turn-index", "audio-file", "slu-labels"],
-            "properties": {
-                "turn-index": {"type": "integer", "minimum": 0},
-                "transcription": {"type": "string"},
-                "transcription-status": {"enum": list(dstc.TRANSCRIPTION_STATUSES)},
-                "audio-file": {"type": "string"},
-                "slu-labels": {"type": "array", "items": {
-                    "type": "object", "required": ["slots", "label"],
-                    "properties": {"slots": {"type": "object", "additionalProperties": {"type": "string"}},
-                                   "label": {"type": ["boolean", "null"]}, "source": {"enum": ["human", "auto"]},
-                                   "act": {"type": "string"}},
-                }},
+        "turns": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["turn-index", "audio-file", "slu-labels"],
+                "properties": {
+                    "turn-index": {"type": "integer", "minimum": 0},
+                    "transcription": {"type": "string"},
+                    "transcription-status": {"enum": list(dstc.TRANSCRIPTION_STATUSES)},
+                    "audio-file": {"type": "string"},
+                    "slu-labels": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["slots", "label"],
+                            "properties": {
+                                "slots": {"type": "object", "additionalProperties": {"type": "string"}},
+                                "label": {"type": ["boolean", "null"]},
+                                "source": {"enum": ["human", "auto"]},
+                                "act": {"type": "string"},
+                            },
+                        },
+                    },
+                },
             },
-        }},
+        },
     },
-}  # fmt: skip
+}
 
 
 def test_dstc_labels_validate_and_read_back(store, tmp_path):
@@ -300,8 +312,9 @@ def test_dstc_label_ties_are_null():
 
 
 def run(*args: str, db: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "exports", *args, "--db", db], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "exports", *args, "--db", db], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_cli_writes_every_format(store, tmp_path):
@@ -309,8 +322,13 @@ def test_cli_writes_every_format(store, tmp_path):
     db = str(engine.url)
     listing = subprocess.run([sys.executable, "-m", "exports", "--list"], cwd=REPO, capture_output=True, text=True)
     assert all(name in listing.stdout for name in FORMATS)
-    for study, fmt in (("sat", "votes-parquet"), ("sat", "report-html"), ("sat", "fga-text"), ("slu", "dstc-labels"),
-                       ("coco", "agreement-csv")):  # fmt: skip
+    for study, fmt in (
+        ("sat", "votes-parquet"),
+        ("sat", "report-html"),
+        ("sat", "fga-text"),
+        ("slu", "dstc-labels"),
+        ("coco", "agreement-csv"),
+    ):
         out = tmp_path / f"{study}-{fmt}"
         result = run(study, "--format", fmt, "--out", str(out), "--bootstrap", "50", "--grid", "0:5:11", db=db)
         assert result.returncode == 0, result.stderr
@@ -381,8 +399,7 @@ def test_gold_items_give_each_annotator_an_accuracy(store, tmp_path):
     gold = tmp_path / "gold.csv"
     gold.write_text("item,question,value\nPMUL4648.json,satisfied,0\nMUL0144.json,satisfied,1\n")
     with write_session(engine) as session:
-        study = create_study(session, "with-gold", "satisfaction", [fixtures / "fga_human_eval"], overlap=2,
-                             gold_path=gold)  # fmt: skip
+        study = create_study(session, "with-gold", "satisfaction", [fixtures / "fga_human_eval"], overlap=2, gold_path=gold)
         study_id = study.id
         admin = add_annotator(session, "gold-admin", "gold-admin-password", role="admin")
         people = [add_annotator(session, f"gold-{n}") for n in ("right", "wrong")]
@@ -405,8 +422,10 @@ def test_a_carriage_return_in_a_cell_survives_the_round_trip(tmp_path):
     """A comment that starts with CR is neutralised, quoted (CRLF rows) and read back as written."""
     from exports.tables import votes_csv
 
-    rows = [{"item": "d1", "condition": "", "annotator": "a", "question": "satisfied", "value": "1", "comment": "\r=cmd\nnext"},
-            {"item": "d2", "condition": "", "annotator": "a", "question": "satisfied", "value": "0", "comment": ""}]  # fmt: skip
+    rows = [
+        {"item": "d1", "condition": "", "annotator": "a", "question": "satisfied", "value": "1", "comment": "\r=cmd\nnext"},
+        {"item": "d2", "condition": "", "annotator": "a", "question": "satisfied", "value": "0", "comment": ""},
+    ]
     table = read_votes_from_bytes(votes_csv(rows), tmp_path)
     assert [(v.item, v.value) for v in table.votes] == [("d1", "1"), ("d2", "0")]
     from formats.errors import csv_rows
@@ -425,4 +444,5 @@ def test_slu_agreement_is_per_act_type(store):
     assert set(questions) == {f"act:{q.split('(')[0]}" for q in act_strings} | {"transcription_status"}
     assert len(questions) <= len(act_strings) / 2  # 20 act strings on 12 turns become 9 act types + the status
     assert sum(q["n_items"] for name, q in questions.items() if name.startswith("act:")) == len(
-        {(v["item"], v["question"]) for v in data.votes if "(" in v["question"]})
+        {(v["item"], v["question"]) for v in data.votes if "(" in v["question"]}
+    )

@@ -120,8 +120,12 @@ def test_a_failed_commit_fails_every_session_of_its_group_and_stores_nothing(sql
         add_annotator(session, "first")
         # A foreign key checked at COMMIT: the group's COMMIT fails, after every session's own part succeeded.
         session.execute(text("PRAGMA defer_foreign_keys = ON"))
-        session.execute(text("INSERT INTO assignments (study_id, item_id, annotator_id, status, assigned_at)"
-                             " VALUES (999, 999, 999, 'done', '2026-01-01')"))  # fmt: skip
+        session.execute(
+            text(
+                "INSERT INTO assignments (study_id, item_id, annotator_id, status, assigned_at)"
+                " VALUES (999, 999, 999, 'done', '2026-01-01')"
+            )
+        )
 
     outcome = _group(sqlite_engine, breaks_the_commit, {"b": adds("b"), "c": adds("c")})
     assert set(outcome) == {"first", "b", "c"}

@@ -20,11 +20,11 @@ def counters_match(engine, study_id) -> None:
         kept = dict(session.execute(select(Item.id, Item.holders).where(Item.study_id == study_id)).all())
         counted = dict(
             session.execute(
-                select(Assignment.item_id, func.count()).where(Assignment.study_id == study_id,
-                                                               Assignment.status.in_(("done", "active")))
+                select(Assignment.item_id, func.count())
+                .where(Assignment.study_id == study_id, Assignment.status.in_(("done", "active")))
                 .group_by(Assignment.item_id)
             ).all()
-        )  # fmt: skip
+        )
     assert kept == {item_id: counted.get(item_id, 0) for item_id in kept}
 
 
@@ -83,19 +83,29 @@ def test_a_database_of_the_previous_revision_is_carried_forward(tmp_path, fixtur
         config.attributes["connection"] = connection
         command.upgrade(config, "0007")
     with engine.begin() as connection:  # an old study: items, and assignments written by the old code
-        connection.exec_driver_sql("INSERT INTO studies (id, name, kind, guideline, overlap, questions, settings, created_at,"
-                                   " archived) VALUES (1, 's', 'satisfaction', '', 3, '[]', '{}', '2026-01-01', 0)")  # fmt: skip
-        connection.exec_driver_sql("INSERT INTO annotators (id, name, role, created_at) VALUES (1, 'x', 'annotator', "
-                                   "'2026-01-01'), (2, 'y', 'annotator', '2026-01-01')")  # fmt: skip
+        connection.exec_driver_sql(
+            "INSERT INTO studies (id, name, kind, guideline, overlap, questions, settings, created_at,"
+            " archived) VALUES (1, 's', 'satisfaction', '', 3, '[]', '{}', '2026-01-01', 0)"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO annotators (id, name, role, created_at) VALUES (1, 'x', 'annotator', "
+            "'2026-01-01'), (2, 'y', 'annotator', '2026-01-01')"
+        )
         for item in (1, 2, 3):
-            connection.exec_driver_sql("INSERT INTO items (id, study_id, key, condition, position, questions, payload, meta,"
-                                       f" extra_capacity) VALUES ({item}, 1, 'k{item}', '', {item}, '[]', '{{}}', '{{}}', 0)")  # fmt: skip
+            connection.exec_driver_sql(
+                "INSERT INTO items (id, study_id, key, condition, position, questions, payload, meta,"
+                f" extra_capacity) VALUES ({item}, 1, 'k{item}', '', {item}, '[]', '{{}}', '{{}}', 0)"
+            )
         rows = [(1, 1, "done"), (1, 2, "active"), (2, 1, "skipped"), (2, 2, "reclaimed"), (3, 1, "done")]
         for n, (item, who, status) in enumerate(rows):
-            connection.exec_driver_sql("INSERT INTO assignments (id, study_id, item_id, annotator_id, status, assigned_at)"
-                                       f" VALUES ({n + 1}, 1, {item}, {who}, '{status}', '2026-01-01')")  # fmt: skip
-        connection.exec_driver_sql("INSERT INTO vote_events (item_id, annotator_id, question, value, comment, source, "
-                                   "created_at) VALUES (1, 1, 'satisfied', '1', '', 'human', '2026-01-01')")  # fmt: skip
+            connection.exec_driver_sql(
+                "INSERT INTO assignments (id, study_id, item_id, annotator_id, status, assigned_at)"
+                f" VALUES ({n + 1}, 1, {item}, {who}, '{status}', '2026-01-01')"
+            )
+        connection.exec_driver_sql(
+            "INSERT INTO vote_events (item_id, annotator_id, question, value, comment, source, "
+            "created_at) VALUES (1, 1, 'satisfied', '1', '', 'human', '2026-01-01')"
+        )
     upgrade(engine)  # through 0008 (holders) and 0009 (the allocation design): nothing of the study lost
     counters_match(engine, 1)
     with read_session(engine) as session:

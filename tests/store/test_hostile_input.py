@@ -40,7 +40,7 @@ TARGETS = {
     "coco-eval": ("coco", "coco/coco_eval.sample.json", ["coco/test_dials.sample.json"]),
     "dstc-log": ("slu", "dstc2/voip-00d76b791d-20130327_010906/log.json", ["dstc2/voip-00d76b791d-20130327_010906/label.json"]),
     "dstc-label": ("slu", "dstc2/voip-00d76b791d-20130327_010906/label.json", ["dstc2/voip-00d76b791d-20130327_010906/log.json"]),
-}  # fmt: skip
+}
 NAMES = count()
 
 

@@ -61,8 +61,11 @@ def slu_votes_csv(engine, study_id: int, raters: int, prefix: str = "rater") -> 
 def cli_import(db_url: str, study: str, path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "annotate", "--db", db_url, "votes", "import", study, str(path)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def counts(engine) -> dict:
@@ -186,8 +189,10 @@ def test_the_swap_stores_what_casting_each_row_would(engine, fixtures):
     for name in ("rowwise", "swapped"):
         with write_session(engine) as session:
             study = create_study(session, name, "satisfaction", [fixtures / "fga_human_eval"], overlap=2)
-            people = {p: session.scalar(select(Annotator).where(Annotator.name == p)) or add_annotator(session, p)
-                      for p in ("holder", "late", "skipper", "other")}  # fmt: skip
+            people = {
+                p: session.scalar(select(Annotator).where(Annotator.name == p)) or add_annotator(session, p)
+                for p in ("holder", "late", "skipper", "other")
+            }
         with write_session(engine) as session:
             held = next_item(session, study.id, people["holder"])
             late = next_item(session, study.id, people["late"])
@@ -195,12 +200,22 @@ def test_the_swap_stores_what_casting_each_row_would(engine, fixtures):
             skip_item(session, people["skipper"], skipped.id)
             other = next_item(session, study.id, people["other"])
         with write_session(engine) as session:  # late's place expired
-            session.execute(update(Assignment).where(Assignment.item_id == late.id, Assignment.annotator_id == people["late"].id)
-                            .values(assigned_at=utcnow() - timedelta(hours=2)))  # fmt: skip
+            session.execute(
+                update(Assignment)
+                .where(Assignment.item_id == late.id, Assignment.annotator_id == people["late"].id)
+                .values(assigned_at=utcnow() - timedelta(hours=2))
+            )
         keys = {i.id: i.key for i in (held, late, skipped, other)}
         new = f"new-{name}"  # made by the import (a name of its own in each study)
-        rows = [(held, "holder", "1"), (late, "late", "0"), (late, new, "1"), (skipped, "skipper", "1"),
-                (other, new, "0"), (other, new, "1"), (held, "other", "0")]  # fmt: skip
+        rows = [
+            (held, "holder", "1"),
+            (late, "late", "0"),
+            (late, new, "1"),
+            (skipped, "skipper", "1"),
+            (other, new, "0"),
+            (other, new, "1"),
+            (held, "other", "0"),
+        ]
         if name == "rowwise":
             with write_session(engine) as session:
                 for item, who, value in rows:
@@ -212,13 +227,18 @@ def test_the_swap_stores_what_casting_each_row_would(engine, fixtures):
         with read_session(engine) as session:
             assert session.scalar(select(Annotator.password_hash).where(Annotator.name == new)) is None
             places = session.execute(
-                select(Item.key, func.replace(Annotator.name, new, "new"), Assignment.status, Assignment.completed_at.is_not(None))
-                .join(Item, Item.id == Assignment.item_id).join(Annotator, Annotator.id == Assignment.annotator_id)
+                select(
+                    Item.key, func.replace(Annotator.name, new, "new"), Assignment.status, Assignment.completed_at.is_not(None)
+                )
+                .join(Item, Item.id == Assignment.item_id)
+                .join(Annotator, Annotator.id == Assignment.annotator_id)
                 .where(Item.study_id == study.id)
-            ).all()  # fmt: skip
+            ).all()
             holders = session.execute(select(Item.key, Item.holders).where(Item.study_id == study.id)).all()
             current = [(r["item"], r["annotator"].replace(new, "new"), r["value"]) for r in vote_rows(session, study.id)]
-            history = [(r["item"], r["annotator"].replace(new, "new"), r["value"]) for r in vote_rows(session, study.id, history=True)]
+            history = [
+                (r["item"], r["annotator"].replace(new, "new"), r["value"]) for r in vote_rows(session, study.id, history=True)
+            ]
         states[name] = (sorted(places), sorted(holders), sorted(current), history, sorted(keys.values()))
     assert states["swapped"] == states["rowwise"]
     places, holders, current, history, _ = states["swapped"]

@@ -54,8 +54,12 @@ def test_archive_hides_a_study_and_changes_are_recorded(engine, fixtures):
     service.set_guideline(engine, boss, study.id, "Read every turn.")
     assert service.next_item(engine, on, study.id) is not None
     log = [(c["what"], c["old"], c["new"]) for c in service.study_changes(engine, boss, study.id)]
-    assert log == [("archived", "False", "True"), ("archived", "True", "False"), ("overlap", "3", "5"),
-                   ("guideline", "", "Read every turn.")]  # fmt: skip
+    assert log == [
+        ("archived", "False", "True"),
+        ("archived", "True", "False"),
+        ("overlap", "3", "5"),
+        ("guideline", "", "Read every turn."),
+    ]
 
 
 def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures):
@@ -114,7 +118,10 @@ def test_an_adjudicated_label_appears_in_the_majority_export(engine, fixtures):
         while (item := service.next_item(engine, person, study.id)) is not None:
             service.submit(engine, person, item.id, {"satisfied": value}, comment=f"{person.name} says {value}")
     drill = service.item_votes(engine, boss, study.id, "PMUL4648.json", "fga_human_eval")
-    assert sorted((r["annotator"], r["value"], r["comment"]) for r in drill) == [("off", "0", "off says 0"), ("on", "1", "on says 1")]
+    assert sorted((r["annotator"], r["value"], r["comment"]) for r in drill) == [
+        ("off", "0", "off says 0"),
+        ("on", "1", "on says 1"),
+    ]
     with pytest.raises(PermissionDenied):
         service.adjudicate(engine, on, study.id, "PMUL4648.json", "fga_human_eval", "satisfied", "1")
     with pytest.raises(ValueError, match="takes 1 or 0"):

@@ -25,8 +25,9 @@ FGA_JSON = "som-dst_result.sample.json"
 TRADE_PRED = "all_prediction_TRADE.sample.json"
 DIALS = "test_dials.sample.json"
 FGA_MESSAGE = f"{FGA_JSON}: FGA result JSON has no utterances; add the TRADE dialogue file (test_dials.json) it was run on"
-TRADE_MESSAGE = (f"{TRADE_PRED}: TRADE predictions have no utterances; "
-                 "add the TRADE dialogue file (test_dials.json) they were made on")  # fmt: skip
+TRADE_MESSAGE = (
+    f"{TRADE_PRED}: TRADE predictions have no utterances; add the TRADE dialogue file (test_dials.json) they were made on"
+)
 
 
 def dialogue_file_for(predictions: Path, out: Path) -> Path:
@@ -34,13 +35,22 @@ def dialogue_file_for(predictions: Path, out: Path) -> Path:
     for theirs): the same dialogue ids and turn counts, a made-up utterance per turn."""
     document = json.loads(predictions.read_text())
     dialogues = [
-        {"dialogue_idx": dialogue_id, "domains": [], "dialogue": [
-            {"turn_idx": t, "system_transcript": f"system turn {t} of {dialogue_id}", "transcript": f"user turn {t} of {dialogue_id}",
-             "turn_label": [], "belief_state": []}
-            for t in range(len(turns))
-        ]}
+        {
+            "dialogue_idx": dialogue_id,
+            "domains": [],
+            "dialogue": [
+                {
+                    "turn_idx": t,
+                    "system_transcript": f"system turn {t} of {dialogue_id}",
+                    "transcript": f"user turn {t} of {dialogue_id}",
+                    "turn_label": [],
+                    "belief_state": [],
+                }
+                for t in range(len(turns))
+            ],
+        }
         for dialogue_id, turns in document.items()
-    ]  # fmt: skip
+    ]
     out.write_text(json.dumps(dialogues))
     return out
 
@@ -58,9 +68,11 @@ def admin(engine):
     return person
 
 
-@pytest.mark.parametrize(("folder", "name", "message"), [("fga_result_json", FGA_JSON, FGA_MESSAGE),
-                                                          ("trade_predictions", TRADE_PRED, TRADE_MESSAGE)],
-                         ids=["fga-json", "trade-pred"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("folder", "name", "message"),
+    [("fga_result_json", FGA_JSON, FGA_MESSAGE), ("trade_predictions", TRADE_PRED, TRADE_MESSAGE)],
+    ids=["fga-json", "trade-pred"],
+)
 def test_an_upload_of_predictions_alone_is_refused_and_creates_nothing(engine, fixtures, folder, name, message):
     boss = admin(engine)
     before = counts(engine)
@@ -73,8 +85,10 @@ def test_an_upload_of_predictions_alone_is_refused_and_creates_nothing(engine, f
 
 def test_an_upload_with_the_dialogue_file_has_utterances_on_every_item(engine, fixtures):
     boss = admin(engine)
-    upload = [(FGA_JSON, (fixtures / "fga_result_json" / FGA_JSON).read_bytes()),
-              (DIALS, (fixtures / "coco" / DIALS).read_bytes())]  # fmt: skip
+    upload = [
+        (FGA_JSON, (fixtures / "fga_result_json" / FGA_JSON).read_bytes()),
+        (DIALS, (fixtures / "coco" / DIALS).read_bytes()),
+    ]
     created = service.create_study_from_uploads(engine, boss, "with utterances", "satisfaction", upload, overlap=1)
     assert created.items == 10
     with read_session(engine) as session:

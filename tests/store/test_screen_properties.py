@@ -65,9 +65,12 @@ class Tab:
 
 def events_of(engine, annotator_id: int) -> list[tuple[int, int]]:
     with read_session(engine) as session:
-        return [tuple(r) for r in session.execute(
-            select(VoteEvent.id, VoteEvent.item_id).where(VoteEvent.annotator_id == annotator_id).order_by(VoteEvent.id)
-        )]  # fmt: skip
+        return [
+            tuple(r)
+            for r in session.execute(
+                select(VoteEvent.id, VoteEvent.item_id).where(VoteEvent.annotator_id == annotator_id).order_by(VoteEvent.id)
+            )
+        ]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -82,9 +85,11 @@ def test_every_stored_vote_names_an_item_its_tab_showed(engine, fixtures, overla
     for action, which in steps:
         if action == "timeout":
             with write_session(engine) as session:
-                session.execute(update(Assignment).where(Assignment.annotator_id == people[which % 2].id,
-                                                         Assignment.status == "active")
-                                .values(assigned_at=utcnow() - timedelta(days=1)))  # fmt: skip
+                session.execute(
+                    update(Assignment)
+                    .where(Assignment.annotator_id == people[which % 2].id, Assignment.status == "active")
+                    .values(assigned_at=utcnow() - timedelta(days=1))
+                )
             continue
         if action == "other":
             item = service.next_item(engine, others[which], study.id)
@@ -126,8 +131,9 @@ def test_a_refused_answer_names_the_item_and_why(engine, fixtures):
     state: dict = {}
     item = screen.shown(engine, people[0], study.id, state)
     with write_session(engine) as session:
-        session.execute(update(Assignment).where(Assignment.annotator_id == people[0].id)
-                        .values(assigned_at=utcnow() - timedelta(days=1)))  # fmt: skip
+        session.execute(
+            update(Assignment).where(Assignment.annotator_id == people[0].id).values(assigned_at=utcnow() - timedelta(days=1))
+        )
     # the other annotator is given the freed item and judges it
     with write_session(engine) as session:
         from annotate.votes import cast_vote

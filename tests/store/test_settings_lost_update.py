@@ -62,7 +62,9 @@ def test_exports_never_undo_an_admins_concurrent_settings_changes(engine, db_url
     get_engine(db_url)  # migrated once before the threads (Alembic's upgrade is not for threads at once)
     stop, errors = threading.Event(), []
     threads = [_repeat(vote(p, i), stop, errors) for p, i in held]
-    threads += [_repeat(work, stop, errors) for work in (cli_export, cli_export, exports_export, app_download)]  # one exports CLI: it migrates each run
+    threads += [
+        _repeat(work, stop, errors) for work in (cli_export, cli_export, exports_export, app_download)
+    ]  # one exports CLI: it migrates each run
     secrets = []
     try:
         for quota in range(1, CHANGES + 1):  # one admin, one change after another

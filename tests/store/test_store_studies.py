@@ -36,10 +36,22 @@ def test_satisfaction_from_fga_text(engine, fixtures):
 
 def test_satisfaction_trade_with_utterances_and_sample(engine, fixtures):
     with write_session(engine) as session:
-        create_study(session, "fga-json", "satisfaction",
-                     [fixtures / "fga_result_json", fixtures / "coco" / "test_dials.sample.json"], sample=4, seed=7)
-        create_study(session, "again", "satisfaction",
-                     [fixtures / "fga_result_json", fixtures / "coco" / "test_dials.sample.json"], sample=4, seed=7)
+        create_study(
+            session,
+            "fga-json",
+            "satisfaction",
+            [fixtures / "fga_result_json", fixtures / "coco" / "test_dials.sample.json"],
+            sample=4,
+            seed=7,
+        )
+        create_study(
+            session,
+            "again",
+            "satisfaction",
+            [fixtures / "fga_result_json", fixtures / "coco" / "test_dials.sample.json"],
+            sample=4,
+            seed=7,
+        )
     first, second = items_of(engine, "fga-json"), items_of(engine, "again")
     assert len(first) == 4 and [i.key for i in first] == [i.key for i in second]
     assert first[0].condition == "som-dst_result"

@@ -35,7 +35,8 @@ def test_each_item_gets_k_distinct_annotators(engine, fixtures):
         report = progress(session, study.id)
         per_item = session.execute(
             select(Assignment.item_id, func.count(func.distinct(Assignment.annotator_id)))
-            .where(Assignment.study_id == study.id, Assignment.status == "done").group_by(Assignment.item_id)
+            .where(Assignment.study_id == study.id, Assignment.status == "done")
+            .group_by(Assignment.item_id)
         ).all()
     assert sorted(n for _, n in per_item) == [3] * 10
     assert report["judgements_done"] == 30 and report["items_complete"] == 10
@@ -101,8 +102,10 @@ def test_abandoned_items_are_reclaimed(engine, fixtures):
             cast_vote(session, b, item.id, "satisfied", "1", now=later)
     assert held.key in taken and len(taken) == 10
     # the first holder's place timed out and the item went to b: refused, saying so (issue 23, item 1)
-    with pytest.raises(Reassigned, match=r"went to another annotator \(your place on it timed out after 10 minutes\)"), \
-            write_session(engine) as session:  # fmt: skip
+    with (
+        pytest.raises(Reassigned, match=r"went to another annotator \(your place on it timed out after 10 minutes\)"),
+        write_session(engine) as session,
+    ):
         cast_vote(session, a, held.id, "satisfied", "0", now=later)
 
 
@@ -153,7 +156,8 @@ def test_values_are_checked(engine, fixtures):
     with write_session(engine) as session:
         item = next_item(session, study.id, a)
     for question, value, message in [
-        ("satisfied", "1", "has no question"), (item.questions[0], "yes", "takes 1 or 0"),
+        ("satisfied", "1", "has no question"),
+        (item.questions[0], "yes", "takes 1 or 0"),
         ("transcription_status", "great", "takes one of"),
     ]:
         with pytest.raises(StudyError, match=message), write_session(engine) as session:

@@ -96,8 +96,16 @@ def test_the_cli_manages_members_archive_guideline_and_delete(engine, db_url, fi
     exported = cli(db_url, "votes", "export", study.name, "--out", str(tmp_path / "votes.csv"))
     assert exported.returncode == 0
     changes = json.loads(cli(db_url, "study", "changes", study.name, "--json").stdout)
-    assert [c["what"] for c in changes] == ["members", "members", "members", "guideline", "overlap", "archived",
-                                            "archived", "export"]  # fmt: skip
+    assert [c["what"] for c in changes] == [
+        "members",
+        "members",
+        "members",
+        "guideline",
+        "overlap",
+        "archived",
+        "archived",
+        "export",
+    ]
     assert all(c["by"] == "cli" for c in changes)
     cli(db_url, "study", "delete", study.name, "--confirm", study.name)
     with read_session(engine) as session:

@@ -71,7 +71,9 @@ def test_historical_votes_import_past_the_overlap(engine, fixtures, tmp_path):
             session.flush()
             from annotate.assignment import DONE
 
-            session.scalar(select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == newcomer.id)).status = DONE
+            session.scalar(
+                select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == newcomer.id)
+            ).status = DONE
     assert sorted(seen) == sorted(set(seen)) and not set(keys) & set(seen) and len(seen) == 8
     bad = "item,annotator,question,value\nPMUL4648.json,rater1,satisfied,1\nNOPE.json,rater2,satisfied,1\n"
     with pytest.raises(ValueError, match="bad.csv:line 3.*NOPE.json"), write_session(engine) as session:

@@ -25,17 +25,58 @@ from metrics.turnstats import extract
 from tests.conftest import REPO
 
 # Krippendorff (2011), "Computing Krippendorff's alpha-reliability", example C (4 observers, 12 units).
-KRIPPENDORFF_2011 = {"A": "1 2 3 3 2 1 4 1 2 . . .", "B": "1 2 3 3 2 2 4 1 2 5 . 3",
-                     "C": ". 3 3 3 2 3 4 2 2 5 1 .", "D": "1 2 3 3 2 4 4 1 2 5 1 ."}  # fmt: skip
+KRIPPENDORFF_2011 = {
+    "A": "1 2 3 3 2 1 4 1 2 . . .",
+    "B": "1 2 3 3 2 2 4 1 2 5 . 3",
+    "C": ". 3 3 3 2 3 4 2 2 5 1 .",
+    "D": "1 2 3 3 2 4 4 1 2 5 1 .",
+}
 # Fleiss (1971): 30 patients, 6 psychiatrists each, 5 diagnoses (as in R irr's `diagnoses`).
 FLEISS_1971 = [
-    "444444", "222555", "233335", "555555", "222444", "113333", "333355", "113334", "114444", "555555",
-    "144444", "124444", "222333", "144444", "224445", "333335", "111455", "111112", "224444", "133555",
-    "555555", "244444", "224555", "114444", "144445", "222224", "111155", "224444", "133333", "555555",
-]  # fmt: skip
+    "444444",
+    "222555",
+    "233335",
+    "555555",
+    "222444",
+    "113333",
+    "333355",
+    "113334",
+    "114444",
+    "555555",
+    "144444",
+    "124444",
+    "222333",
+    "144444",
+    "224445",
+    "333335",
+    "111455",
+    "111112",
+    "224444",
+    "133555",
+    "555555",
+    "244444",
+    "224555",
+    "114444",
+    "144445",
+    "222224",
+    "111155",
+    "224444",
+    "133333",
+    "555555",
+]
 # Wikipedia's Fleiss' kappa example: 10 subjects, 14 raters, counts per category.
-WIKIPEDIA_FLEISS = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-                    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]  # fmt: skip
+WIKIPEDIA_FLEISS = [
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
+]
 
 
 def rows_from_observers(observers: dict[str, str], question: str = "q") -> list[tuple]:
@@ -113,9 +154,17 @@ def test_interval_alpha_closed_form_matches_the_package(monkeypatch):
 
 
 def test_annotator_rows_and_gold():
-    rows = [("i1", "a", "q", "1"), ("i1", "b", "q", "1"), ("i1", "c", "q", "0"),
-            ("i2", "a", "q", "0"), ("i2", "b", "q", "0"), ("i2", "c", "q", "0"),
-            ("i3", "a", "q", "1"), ("i3", "b", "q", "0"), ("i3", "c", "q", "1")]  # fmt: skip
+    rows = [
+        ("i1", "a", "q", "1"),
+        ("i1", "b", "q", "1"),
+        ("i1", "c", "q", "0"),
+        ("i2", "a", "q", "0"),
+        ("i2", "b", "q", "0"),
+        ("i2", "c", "q", "0"),
+        ("i3", "a", "q", "1"),
+        ("i3", "b", "q", "0"),
+        ("i3", "c", "q", "1"),
+    ]
     gold = {(("i1", ""), "q"): "1", (("i2", ""), "q"): "1"}
     report = agreement_all(votes_from_rows(rows), resamples=0, gold=gold)["questions"]["q"]
     by_name = {row["annotator"]: row for row in report["annotators"]}
@@ -211,8 +260,14 @@ def test_calibration_recovers_a_known_lambda(corpus):
     terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
     truth = terms.fga([0.5])[:, 0]
     ratings = truth + np.random.default_rng(1).normal(0, 0.03, truth.size)
-    result = calibrate(terms, Ratings(stats.dialogue_ids, np.arange(truth.size), ratings, "mean", []),
-                       parse_grid("0:10:501"), resamples=200, folds=5, seed=0)  # fmt: skip
+    result = calibrate(
+        terms,
+        Ratings(stats.dialogue_ids, np.arange(truth.size), ratings, "mean", []),
+        parse_grid("0:10:501"),
+        resamples=200,
+        folds=5,
+        seed=0,
+    )
     low, high = result["ci_lambda"]
     assert low <= 0.5 <= high and high - low < 0.2
     assert result["r_best"] > result["r_jga"] and result["r_best"] > result["r_turn"]
@@ -229,8 +284,9 @@ def test_calibration_with_jga_like_ratings_lands_on_the_lower_bound(corpus):
     stats = extract(load_dialogues([corpus]))
     terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
     jga = terms.fga([0.0])[:, 0]
-    result = calibrate(terms, Ratings(stats.dialogue_ids, np.arange(jga.size), jga, "mean", []),
-                       parse_grid("0:5:51"), resamples=50, folds=3)  # fmt: skip
+    result = calibrate(
+        terms, Ratings(stats.dialogue_ids, np.arange(jga.size), jga, "mean", []), parse_grid("0:5:51"), resamples=50, folds=3
+    )
     assert result["best_lambda"] < 0.01 and result["r_best"] == pytest.approx(1.0)
     assert result["best_at_bound"] and result["at_bound"] == 1.0
 
@@ -271,8 +327,17 @@ def test_agreement_cli_contract(ratings_csv):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     report = data["questions"]["satisfied"]
-    for key in ("n_items", "n_annotators", "percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1",
-                "cohen_kappa_pairwise", "annotators", "notes"):  # fmt: skip
+    for key in (
+        "n_items",
+        "n_annotators",
+        "percent_agreement",
+        "krippendorff_alpha",
+        "fleiss_kappa",
+        "gwet_ac1",
+        "cohen_kappa_pairwise",
+        "annotators",
+        "notes",
+    ):
         assert key in report
     assert report["n_items"] == 300 and report["n_annotators"] == 3 and len(report["cohen_kappa_pairwise"]) == 3
     assert "agreement:nominal" in data["signature"]
@@ -295,16 +360,30 @@ def test_correlate_cli_contract(ratings_csv, corpus):
     assert len(data["williams"]) == 28 and data["n_dialogues"] == 300
     assert data["human_ceiling"]["annotator_vs_rest"]["mean_pearson"] is not None and "rating:mean" in data["signature"]
     assert 0 < data["human_ceiling"]["r_max"] <= 1
-    pairs = json.loads(run("correlate", "--ratings", str(ratings_csv), "--rating", "pairs", "--bootstrap", "0", "--json",
-                           str(corpus)).stdout)  # fmt: skip
+    pairs = json.loads(
+        run("correlate", "--ratings", str(ratings_csv), "--rating", "pairs", "--bootstrap", "0", "--json", str(corpus)).stdout
+    )
     assert pairs["n_ratings"] == 900 and pairs["metrics"][0]["bootstrap_ci"] is None
 
 
 @pytest.mark.slow
 def test_calibrate_cli_contract_and_plot(ratings_csv, corpus, tmp_path):
     plot = tmp_path / "r_lambda.png"
-    result = run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:10:101", "--bootstrap", "100", "--folds", "4",
-                 "--plot", str(plot), "--json", str(corpus))  # fmt: skip
+    result = run(
+        "calibrate",
+        "--ratings",
+        str(ratings_csv),
+        "--grid",
+        "0:10:101",
+        "--bootstrap",
+        "100",
+        "--folds",
+        "4",
+        "--plot",
+        str(plot),
+        "--json",
+        str(corpus),
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     for key in (
@@ -355,14 +434,35 @@ def test_one_presentation_for_the_cli_the_report_and_the_page(ratings_csv, corpu
     """The CLI's text is the metrics.present tables of its own JSON, which the report and the page lay out too."""
     from metrics import present
 
-    for command, table in (("agreement", present.agreement_table), ("correlate", present.correlation_table),
-                           ("calibrate", present.calibration_table)):  # fmt: skip
-        args = [command, str(ratings_csv), "--bootstrap", "20"] if command == "agreement" else [
-            command, "--ratings", str(ratings_csv), "--bootstrap", "20", "--lambdas", "0.5", "--grid", "0:5:11", str(corpus)]
+    for command, table in (
+        ("agreement", present.agreement_table),
+        ("correlate", present.correlation_table),
+        ("calibrate", present.calibration_table),
+    ):
+        args = (
+            [command, str(ratings_csv), "--bootstrap", "20"]
+            if command == "agreement"
+            else [
+                command,
+                "--ratings",
+                str(ratings_csv),
+                "--bootstrap",
+                "20",
+                "--lambdas",
+                "0.5",
+                "--grid",
+                "0:5:11",
+                str(corpus),
+            ]
+        )
         if command == "correlate":
             args.remove("--grid"), args.remove("0:5:11")
         if command == "calibrate":
             args.remove("--lambdas"), args.remove("0.5")
         as_json, as_text = json.loads(run(*args, "--json").stdout), run(*args).stdout
         expected = table(as_json).to_text()
-        assert expected in as_text and expected.splitlines()[0] in ("Agreement", "Metrics against human ratings", "λ calibration for FGA")
+        assert expected in as_text and expected.splitlines()[0] in (
+            "Agreement",
+            "Metrics against human ratings",
+            "λ calibration for FGA",
+        )

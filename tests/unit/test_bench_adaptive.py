@@ -15,9 +15,28 @@ pytestmark = pytest.mark.slow  # a subprocess running a small simulation
 
 def test_the_adaptive_bench_prints_its_contract():
     out = subprocess.run(
-        [sys.executable, "-m", "bench.bench_adaptive", "--json", "--replicates", "4", "--resamples", "50", "--pool", "60",
-         "--synthetic", "140", "--budget", "90"], cwd=REPO, capture_output=True, text=True, timeout=300, check=True,
-    ).stdout  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_adaptive",
+            "--json",
+            "--replicates",
+            "4",
+            "--resamples",
+            "50",
+            "--pool",
+            "60",
+            "--synthetic",
+            "140",
+            "--budget",
+            "90",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     result = json.loads(out)
     assert result["replicates"] == 4 and result["budget"] == 90 and result["pool"] == 200
     for question in ("fga_vs_jga", "lambda"):

@@ -82,8 +82,10 @@ def test_metrics_and_formats_stay_pure():
     ]
     assert wrong == []
     # and at run time: importing the statistics loads nothing of the store, the app or Streamlit
-    probe = ("import sys, metrics.agreement, metrics.analysis, metrics.calibrate, metrics.correlation, formats;"
-             "print(sorted({m.split('.')[0] for m in sys.modules} & {'annotate', 'exports', 'streamlit', 'sqlalchemy'}))")
+    probe = (
+        "import sys, metrics.agreement, metrics.analysis, metrics.calibrate, metrics.correlation, formats;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'annotate', 'exports', 'streamlit', 'sqlalchemy'}))"
+    )
     loaded = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"
 
@@ -93,7 +95,8 @@ def test_streamlit_only_in_the_app_and_its_pages():
         str(path.relative_to(REPO))
         for path in _files()
         if any(name.split(".")[0] == "streamlit" for name in _imports(path))
-        and path != REPO / "app.py" and "pages" not in path.relative_to(REPO).parts
+        and path != REPO / "app.py"
+        and "pages" not in path.relative_to(REPO).parts
     ]
     assert wrong == []
 

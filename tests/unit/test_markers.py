@@ -69,12 +69,21 @@ def test_only_the_unit_layer_collects_only_the_unit_folder(markexpr, skipped):
 
     others = [REPO / "tests" / folder for folder in ("store", "app", "browser", "scaleout")]
     assert [pytest_ignore_collect(path, Config(markexpr)) for path in others] == [skipped or None] * 4
-    for kept in (REPO / "tests" / "unit", REPO / "tests" / "unit" / "test_markers.py", REPO / "metrics", REPO / "tests" / "golden"):
+    for kept in (
+        REPO / "tests" / "unit",
+        REPO / "tests" / "unit" / "test_markers.py",
+        REPO / "metrics",
+        REPO / "tests" / "golden",
+    ):
         assert pytest_ignore_collect(kept, Config(markexpr)) is None
 
 
 def test_no_test_outside_the_unit_folder_is_marked_unit_by_hand():
     """What skipping those folders under ``-m unit`` relies on."""
-    marked = [path.relative_to(REPO).as_posix() for folder in ("store", "app", "browser", "scaleout")
-              for path in sorted((REPO / "tests" / folder).rglob("*.py")) if "mark.unit" in path.read_text(encoding="utf-8")]  # fmt: skip
+    marked = [
+        path.relative_to(REPO).as_posix()
+        for folder in ("store", "app", "browser", "scaleout")
+        for path in sorted((REPO / "tests" / folder).rglob("*.py"))
+        if "mark.unit" in path.read_text(encoding="utf-8")
+    ]
     assert marked == []

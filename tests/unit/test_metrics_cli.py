@@ -24,7 +24,20 @@ def test_table_on_fga_text(fixtures):
     result = run("score", *files)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["#Turns", "#M1", "#M2", "JGA", "SA", "AGA", "FGA_0.25", "FGA_0.5", "FGA_0.75", "FGA_1", "RSA", "F1"]
+    assert lines[0].split() == [
+        "#Turns",
+        "#M1",
+        "#M2",
+        "JGA",
+        "SA",
+        "AGA",
+        "FGA_0.25",
+        "FGA_0.5",
+        "FGA_0.75",
+        "FGA_1",
+        "RSA",
+        "F1",
+    ]
     assert lines[1].split()[:5] == ["corpus", "75", "27", "57", "36.00"]
     assert lines[-1].startswith("signature: metrics:") and "lambda:0.25,0.5,0.75,1" in lines[-1]
 

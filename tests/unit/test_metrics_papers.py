@@ -64,9 +64,7 @@ def test_lambda_from_forgetting():
         lambda_from_forgetting(6, 1.0)
 
 
-@pytest.mark.parametrize(
-    "prediction, rsa, aga", [(RSA_T3_MODEL_A, 0.2500, 0.3333), (RSA_T3_MODEL_B, 0.1667, 0.3333)]
-)
+@pytest.mark.parametrize("prediction, rsa, aga", [(RSA_T3_MODEL_A, 0.2500, 0.3333), (RSA_T3_MODEL_B, 0.1667, 0.3333)])
 def test_rsa_table3(prediction, rsa, aga):
     values = turn_values(extract([dialogue("t3", [RSA_T3_GOLD], [prediction])]), 30)
     assert round(values["rsa"][0], 4) == rsa

@@ -36,14 +36,20 @@ def test_missing_fixtures_fail_each_test_with_the_conftest_message(tmp_path):
     env = {**os.environ, "DST_JUDGE_FIXTURES": str(nowhere)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-k", "not postgresql", f"--junitxml={report}", *SELECTED],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     output = done.stdout + done.stderr
     assert "error collecting" not in output.lower() and "errors during collection" not in output, output
     assert done.returncode == 1, output  # tests failed (2 would be an interrupted collection)
     cases = ElementTree.parse(report).getroot().iter("testcase")
-    outcomes = {f"{case.get('classname')}.{case.get('name')}": [e.get("message", "") for e in case if e.tag in ("failure", "error")]
-                for case in cases}  # fmt: skip
+    outcomes = {
+        f"{case.get('classname')}.{case.get('name')}": [e.get("message", "") for e in case if e.tag in ("failure", "error")]
+        for case in cases
+    }
     assert len(outcomes) >= len(SELECTED), output
     expected = MESSAGE.format(nowhere)
     for name, messages in outcomes.items():

@@ -52,7 +52,11 @@ def test_trade_predictions(fixtures):
 
 def test_trade_predictions_keep_none_triplets(tmp_path):
     path = tmp_path / "pred.json"
-    path.write_text(json.dumps({"D1.json": {"0": {"turn_belief": ["hotel-area-none", "taxi-leaveat-12:00"], "pred_bs_ptr": ["taxi-leaveat-12:00"]}}}))
+    path.write_text(
+        json.dumps(
+            {"D1.json": {"0": {"turn_belief": ["hotel-area-none", "taxi-leaveat-12:00"], "pred_bs_ptr": ["taxi-leaveat-12:00"]}}}
+        )
+    )
     (dialogue,) = read_file(path)
     assert ("hotel", "area", "none") in dialogue.turns[0].gold
     assert dialogue.turns[0].gold != dialogue.turns[0].pred
@@ -77,12 +81,24 @@ BAD_FILES = {
     "gaps.json": (b'{"D1.json": {"0": {"gt": {}, "pr": {}}, "2": {"gt": {}, "pr": {}}}}', "do not line up"),
     "liststate.json": (b'{"D1.json": {"0": {"gt": [], "pr": {}}}}', "key 'D1.json' turn '0'"),
     "badkey.json": (b'{"D1.json": {"x": {"gt": {}, "pr": {}}}}', "turn keys must be integers"),
-    "trade_type.json": (b'{"D1.json": {"0": {"turn_belief": "hotel-area-east", "pred_bs_ptr": []}}}', "turn_belief must be a list"),
+    "trade_type.json": (
+        b'{"D1.json": {"0": {"turn_belief": "hotel-area-east", "pred_bs_ptr": []}}}',
+        "turn_belief must be a list",
+    ),
     "trade_triplet.json": (b'{"D1.json": {"0": {"turn_belief": ["hotelarea"], "pred_bs_ptr": []}}}', "domain-slot-value"),
-    "trade_conflict.json": (b'{"D1.json": {"0": {"turn_belief": ["hotel-area-east", "hotel-area-west"], "pred_bs_ptr": []}}}', "two values"),
-    "dials.json": (b'[{"dialogue_idx": "D1", "dialogue": [{"turn_idx": 1, "system_transcript": "", "transcript": "hi"}]}]', "does not line up"),
+    "trade_conflict.json": (
+        b'{"D1.json": {"0": {"turn_belief": ["hotel-area-east", "hotel-area-west"], "pred_bs_ptr": []}}}',
+        "two values",
+    ),
+    "dials.json": (
+        b'[{"dialogue_idx": "D1", "dialogue": [{"turn_idx": 1, "system_transcript": "", "transcript": "hi"}]}]',
+        "does not line up",
+    ),
     "deep.json": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
-    "eval.txt": (b"Dialogue ID : X\nTurn: 0\nSys : \nUsr : hi\nGT  : __import__('os').system('touch /tmp/pwned')\nPR  : {{}}\nMatched : False\n", "line 5"),
+    "eval.txt": (
+        b"Dialogue ID : X\nTurn: 0\nSys : \nUsr : hi\nGT  : __import__('os').system('touch /tmp/pwned')\nPR  : {{}}\nMatched : False\n",
+        "line 5",
+    ),
     "badmatch.txt": (b"Dialogue ID : X\nTurn: 0\nSys : \nUsr : hi\nGT  : {{}}\nPR  : {{}}\nMatched : False\n", "disagrees"),
     "order.txt": (b"Dialogue ID : X\nTurn: 1\nSys : \nUsr : hi\nGT  : {{}}\nPR  : {{}}\nMatched : True\n", "out of order"),
     "truncated.txt": (b"Dialogue ID : X\nTurn: 0\nSys : \nUsr : hi\nGT  : {'hotel': {'area'", "line 5"),

@@ -71,18 +71,37 @@ def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
     from tests.conftest import REPO
 
     source, target = tmp_path / "checkout", tmp_path / "site"  # a copy: setuptools builds inside the source tree
-    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", "test-output", "data", "build", "*.egg-info",
-                                                                "__pycache__", "*.sqlite*"))  # fmt: skip
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
-                    str(source)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    shutil.copytree(
+        REPO,
+        source,
+        ignore=shutil.ignore_patterns(".git", "test-output", "data", "build", "*.egg-info", "__pycache__", "*.sqlite*"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     assert (target / "annotate" / "migrations" / "versions" / "0003_login_failure_client.py").is_file()
     env = {**os.environ, "PYTHONPATH": str(target)}
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    scored = subprocess.run([sys.executable, "-m", "metrics", "score", str(fixtures / "fga_human_eval")], cwd=outside, env=env,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    scored = subprocess.run(
+        [sys.executable, "-m", "metrics", "score", str(fixtures / "fga_human_eval")],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert scored.returncode == 0, scored.stderr
     assert "corpus      75   27   57  36.00" in scored.stdout
-    where = subprocess.run([sys.executable, "-c", "import metrics, annotate.kinds; print(metrics.__file__)"], cwd=outside, env=env,
-                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    where = subprocess.run(
+        [sys.executable, "-c", "import metrics, annotate.kinds; print(metrics.__file__)"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(target))

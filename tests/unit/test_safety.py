@@ -66,8 +66,10 @@ def test_the_votes_csv_round_trip_gives_the_original_text(tmp_path):
     from formats.tidy import read_votes
 
     names = ["=2+5", " =2+5", "\t@x", " @evil", "'=x", "-0.5"]
-    rows = [{"item": f"d{i}", "condition": "", "annotator": f"a{i}", "question": "satisfied", "value": name,
-             "comment": name} for i, name in enumerate(names)]  # fmt: skip
+    rows = [
+        {"item": f"d{i}", "condition": "", "annotator": f"a{i}", "question": "satisfied", "value": name, "comment": name}
+        for i, name in enumerate(names)
+    ]
     content = votes_csv(rows)
     cells = [row["comment"] for row in csv.DictReader(io.StringIO(content.decode()))]
     assert cells == ["'=2+5", "' =2+5", "'\t@x", "' @evil", "''=x", "-0.5"]
@@ -81,7 +83,11 @@ def test_the_votes_csv_round_trip_gives_the_original_text(tmp_path):
 
 def test_neutralise_row_keeps_numbers_and_keys():
     assert neutralise_row({"=k": " =2+5", "n": -0.5, "s": "-0.5", "none": None}) == {
-        "=k": "' =2+5", "n": -0.5, "s": "-0.5", "none": None}  # fmt: skip
+        "=k": "' =2+5",
+        "n": -0.5,
+        "s": "-0.5",
+        "none": None,
+    }
 
 
 def test_a_page_table_downloads_as_neutralised_csv():
@@ -90,10 +96,16 @@ def test_a_page_table_downloads_as_neutralised_csv():
 
     from annotate.pages.tables import table_csv
 
-    frame = pd.DataFrame([{"annotator": "=2+5", "done": 3, "median": -0.5, "comment": " =HYPERLINK(1)", "note": None},
-                          {"annotator": "rater", "done": 1, "median": None, "comment": "\t@x", "note": "-"}])  # fmt: skip
+    frame = pd.DataFrame(
+        [
+            {"annotator": "=2+5", "done": 3, "median": -0.5, "comment": " =HYPERLINK(1)", "note": None},
+            {"annotator": "rater", "done": 1, "median": None, "comment": "\t@x", "note": "-"},
+        ]
+    )
     frame["=header"] = ["a", "b"]
     rows = list(csv.reader(io.StringIO(table_csv(frame).decode())))
-    assert rows == [["annotator", "done", "median", "comment", "note", "'=header"],
-                    ["'=2+5", "3", "-0.5", "' =HYPERLINK(1)", "", "a"],
-                    ["rater", "1", "", "'\t@x", "'-", "b"]]  # fmt: skip
+    assert rows == [
+        ["annotator", "done", "median", "comment", "note", "'=header"],
+        ["'=2+5", "3", "-0.5", "' =HYPERLINK(1)", "", "a"],
+        ["rater", "1", "", "'\t@x", "'-", "b"],
+    ]

@@ -77,11 +77,37 @@ def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings
     line = planning_line(data)
     assert line.startswith("To tell ") and "with 80% power" in line and "this study has 300" in line
     assert "adjust:holm" in data["signature"]
-    bh = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0",
-                        "--adjust", "bh", "--json", str(corpus)).stdout)  # fmt: skip
+    bh = json.loads(
+        run(
+            "correlate",
+            "--ratings",
+            str(ratings_csv),
+            "--lambdas",
+            "0.5,1",
+            "--bootstrap",
+            "0",
+            "--adjust",
+            "bh",
+            "--json",
+            str(corpus),
+        ).stdout
+    )
     assert all("p_bh" in w and "p_holm" not in w for w in bh["williams"])
-    none = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0",
-                          "--adjust", "none", "--json", str(corpus)).stdout)  # fmt: skip
+    none = json.loads(
+        run(
+            "correlate",
+            "--ratings",
+            str(ratings_csv),
+            "--lambdas",
+            "0.5,1",
+            "--bootstrap",
+            "0",
+            "--adjust",
+            "none",
+            "--json",
+            str(corpus),
+        ).stdout
+    )
     assert all("p_bh" not in w and "p_holm" not in w for w in none["williams"])
 
 
@@ -137,8 +163,9 @@ def test_bootstrap_0_says_that_no_interval_was_computed(ratings_csv, corpus):  #
     correlate = json.loads(run("correlate", "--ratings", str(ratings_csv), "--bootstrap", "0", "--json", str(corpus)).stdout)
     assert any("no bootstrap interval was computed" in n for n in correlate["notes"])
     assert all(m["bootstrap_ci"] is None for m in correlate["metrics"]) and correlate["human_ceiling"]["ci"] is None
-    calibrate = json.loads(run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:51", "--bootstrap", "0",
-                               "--json", str(corpus)).stdout)  # fmt: skip
+    calibrate = json.loads(
+        run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:51", "--bootstrap", "0", "--json", str(corpus)).stdout
+    )
     assert calibrate["ci_lambda"] is None and any("no confidence interval was computed" in n for n in calibrate["notes"])
 
 
@@ -166,8 +193,10 @@ def test_the_planned_n_is_within_ten_percent_of_a_simulation_of_the_test():
     rng = np.random.default_rng(11)
     assert abs(williams_power(0.4, 0.3, 0.8, 100) - simulated_power(0.4, 0.3, 0.8, 100, 1500, rng)) < 0.04
     needed = dialogues_needed(0.4, 0.3, 0.8)
-    assert simulated_power(0.4, 0.3, 0.8, int(0.9 * needed), 1500, rng) < 0.8 < simulated_power(
-        0.4, 0.3, 0.8, int(1.1 * needed), 1500, rng
+    assert (
+        simulated_power(0.4, 0.3, 0.8, int(0.9 * needed), 1500, rng)
+        < 0.8
+        < simulated_power(0.4, 0.3, 0.8, int(1.1 * needed), 1500, rng)
     )
 
 
@@ -181,8 +210,21 @@ def test_plan_cli_contract_pilot_and_budget(ratings_csv, corpus):  # noqa: F811
     assert powers == sorted(powers) and powers[-1] > 0.8
     bad = run("plan", "--r-a", "0.9", "--r-b", "-0.9", "--r-ab", "0.9")
     assert bad.returncode == 2 and "correlation matrix" in bad.stderr
-    pilot = json.loads(run("plan", "--pilot", str(ratings_csv), "--metric-a", "fga_0.5", "--metric-b", "jga",
-                           "--budget", "900", "--json", str(corpus)).stdout)  # fmt: skip
+    pilot = json.loads(
+        run(
+            "plan",
+            "--pilot",
+            str(ratings_csv),
+            "--metric-a",
+            "fga_0.5",
+            "--metric-b",
+            "jga",
+            "--budget",
+            "900",
+            "--json",
+            str(corpus),
+        ).stdout
+    )
     assert pilot["pilot"]["n_dialogues"] == 300 and pilot["pilot"]["metric_a"] == "fga_0.5"
     assert pilot["r_a"] == pytest.approx(pilot["pilot"]["r_a"]) and pilot["n_dialogues"] is not None
     options = pilot["budget"]["options"]
@@ -194,7 +236,7 @@ def test_plan_cli_contract_pilot_and_budget(ratings_csv, corpus):  # noqa: F811
 
 
 def test_numeric_answers_compare_as_numbers():
-    """"1" and "1.0" are one answer when every answer to the question is a number."""
+    """ "1" and "1.0" are one answer when every answer to the question is a number."""
     from formats.tidy import votes_from_rows
     from metrics.agreement import agreement_report
 
@@ -269,10 +311,14 @@ def test_system_level_correlation_over_systems(fixtures):
     for s, drop in enumerate((0.0, 0.2, 0.5, 0.8)):
         name = f"sys{s}"
         systems[name] = [
-            dataclasses.replace(d, turns=[dataclasses.replace(
-                t, pred=frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)) for t in d.turns])
+            dataclasses.replace(
+                d,
+                turns=[
+                    dataclasses.replace(t, pred=frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)) for t in d.turns
+                ],
+            )
             for d in base
-        ]  # fmt: skip
+        ]
         for d in systems[name]:
             jga = np.mean([t.pred == t.gold for t in d.turns])
             votes += [Vote(d.id, f"a{k}", "satisfied", str(int(rng.random() < jga)), name) for k in range(3)]
@@ -351,8 +397,20 @@ def test_gwet_ac2_published_values():
     from formats.tidy import Vote
     from metrics.agreement import agreement_report
 
-    data = [[1, 1, None, 1], [2, 2, 3, 2], [3, 3, 3, 3], [3, 3, 3, 3], [2, 2, 2, 2], [1, 2, 3, 4], [4, 4, 4, 4],
-            [1, 1, 2, 1], [2, 2, 2, 2], [None, 5, 5, 5], [None, None, 1, 1], [None, None, 3, None]]  # fmt: skip
+    data = [
+        [1, 1, None, 1],
+        [2, 2, 3, 2],
+        [3, 3, 3, 3],
+        [3, 3, 3, 3],
+        [2, 2, 2, 2],
+        [1, 2, 3, 4],
+        [4, 4, 4, 4],
+        [1, 1, 2, 1],
+        [2, 2, 2, 2],
+        [None, 5, 5, 5],
+        [None, None, 1, 1],
+        [None, None, 3, None],
+    ]
     votes = [Vote(f"u{i}", f"r{j}", "q", str(v)) for i, row in enumerate(data) for j, v in enumerate(row) if v is not None]
     assert round(agreement_report(votes, resamples=0)["gwet_ac1"], 3) == 0.775
     assert round(agreement_report(votes, resamples=0, weights="linear")["gwet_ac2"], 3) == 0.859
@@ -363,9 +421,14 @@ def test_fixed_tie_policy_settles_only_ties_that_include_its_label():
     from formats.tidy import Vote
     from metrics.aggregate import majority_labels, unit_table
 
-    votes = [Vote("a", "x", "q", "1"), Vote("a", "y", "q", "2"),  # tie 1-2: fixed:1 settles it
-             Vote("b", "x", "q", "2"), Vote("b", "y", "q", "3"),  # tie 2-3: fixed:1 has no say
-             Vote("c", "x", "q", "3"), Vote("c", "y", "q", "3")]  # fmt: skip
+    votes = [
+        Vote("a", "x", "q", "1"),
+        Vote("a", "y", "q", "2"),  # tie 1-2: fixed:1 settles it
+        Vote("b", "x", "q", "2"),
+        Vote("b", "y", "q", "3"),  # tie 2-3: fixed:1 has no say
+        Vote("c", "x", "q", "3"),
+        Vote("c", "y", "q", "3"),
+    ]
     majority = majority_labels(unit_table(votes), "fixed:1")
     assert majority.labels == ["1", None, "3"] and majority.n_ties == 2
     assert majority_labels(unit_table(votes), "fixed:1.0").labels == ["1", None, "3"]  # numbers as numbers
@@ -381,8 +444,9 @@ def test_lambda_star_upper_interval_is_open_when_refits_reach_the_grid_end(corpu
     stats = extract(load_dialogues([corpus]))
     terms = FgaTerms.from_statistics(stats, stats.dialogue_ids)
     turn = terms.turn_match_rate()
-    result = calibrate(terms, Ratings(stats.dialogue_ids, np.arange(turn.size), turn, "mean", []),
-                       parse_grid("0:2:21"), resamples=100, folds=3)  # fmt: skip
+    result = calibrate(
+        terms, Ratings(stats.dialogue_ids, np.arange(turn.size), turn, "mean", []), parse_grid("0:2:21"), resamples=100, folds=3
+    )
     assert result["ci_lambda"][1] is None and "grid end" in result["ci_lambda_open"]
     assert f"{result['r_turn']:.3f}" in result["ci_lambda_open"] and result["ci_lambda_open"] in result["notes"]
 
@@ -410,8 +474,11 @@ def rater_study(n_dialogues=60, n_annotators=4, seed=12):
     t = rng.normal(size=n_dialogues)
     metric = t + rng.normal(scale=0.8, size=n_dialogues)
     slopes = rng.normal(1.0, 0.8, size=n_annotators)
-    votes = [Vote(f"d{i}", f"a{a}", "rating", repr(float(slopes[a] * t[i] + rng.normal(scale=0.7))))
-             for i in range(n_dialogues) for a in range(n_annotators)]  # fmt: skip
+    votes = [
+        Vote(f"d{i}", f"a{a}", "rating", repr(float(slopes[a] * t[i] + rng.normal(scale=0.7))))
+        for i in range(n_dialogues)
+        for a in range(n_annotators)
+    ]
     return votes, {"m": metric}, [f"d{i}" for i in range(n_dialogues)]
 
 
@@ -445,15 +512,44 @@ def test_bca_is_the_percentile_interval_when_there_is_no_bias_or_skew():
 
 @pytest.mark.slow
 def test_resample_options_on_the_cli(ratings_csv, corpus):  # noqa: F811
-    two = json.loads(run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5", "--bootstrap", "100",
-                         "--resample", "dialogues+annotators", "--json", str(corpus)).stdout)  # fmt: skip
+    two = json.loads(
+        run(
+            "correlate",
+            "--ratings",
+            str(ratings_csv),
+            "--lambdas",
+            "0.5",
+            "--bootstrap",
+            "100",
+            "--resample",
+            "dialogues+annotators",
+            "--json",
+            str(corpus),
+        ).stdout
+    )
     assert "resample:dialogues+annotators" in two["signature"]
     assert all({"bca_ci", "spearman_ci", "kendall_ci"} <= set(m) for m in two["metrics"])
-    calibrated = json.loads(run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:26", "--bootstrap", "50",
-                                "--folds", "3", "--resample", "dialogues+annotators", "--json", str(corpus)).stdout)  # fmt: skip
+    calibrated = json.loads(
+        run(
+            "calibrate",
+            "--ratings",
+            str(ratings_csv),
+            "--grid",
+            "0:5:26",
+            "--bootstrap",
+            "50",
+            "--folds",
+            "3",
+            "--resample",
+            "dialogues+annotators",
+            "--json",
+            str(corpus),
+        ).stdout
+    )
     assert calibrated["bootstrap"]["resample"] == "dialogues+annotators" and calibrated["ci_r"] is not None
-    refused = run("correlate", "--ratings", str(ratings_csv), "--rating", "majority", "--resample",
-                  "dialogues+annotators", str(corpus))  # fmt: skip
+    refused = run(
+        "correlate", "--ratings", str(ratings_csv), "--rating", "majority", "--resample", "dialogues+annotators", str(corpus)
+    )
     assert refused.returncode == 2 and "mean or pairs" in refused.stderr
 
 
@@ -499,8 +595,10 @@ def test_systems_cli(fixtures, tmp_path):
             folder = tmp_path / f"sys{s}"
             folder.mkdir()
             for d in base:
-                turns = [t.__class__(**{**t.__dict__, "pred": frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)})
-                         for t in d.turns]  # fmt: skip
+                turns = [
+                    t.__class__(**{**t.__dict__, "pred": frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)})
+                    for t in d.turns
+                ]
                 copy = d.__class__(**{**d.__dict__, "turns": turns})
                 (folder / file_name(d.id)).write_text(dialogue_text(copy), encoding="utf-8")
                 jga = np.mean([t.pred == t.gold for t in turns])
