@@ -37,9 +37,9 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from annotate.db import read_session, write_session
 from annotate.kinds import KINDS
-from annotate.models import DEFAULT_TIMEOUT_MINUTES
+from annotate.store.db import read_session, write_session
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _study(session, name: str):
-    from annotate.models import Study
+    from annotate.store.models import Study
     from annotate.studies import StudyError
 
     study = session.scalar(select(Study).where(Study.name == name))
@@ -212,7 +212,7 @@ def annotator_password(engine, args) -> None:
 
 
 def annotator_list(engine, args) -> None:
-    from annotate.models import Annotator
+    from annotate.store.models import Annotator
 
     with read_session(engine) as session:
         for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
@@ -245,7 +245,7 @@ def study_create(engine, args) -> None:
 
 
 def study_list(engine, args) -> None:
-    from annotate.models import Study
+    from annotate.store.models import Study
 
     with read_session(engine) as session:
         for study in session.scalars(select(Study).order_by(Study.id)):
@@ -264,7 +264,7 @@ def study_reopen(engine, args) -> None:
 
 
 def study_items(engine, args) -> None:
-    from annotate.models import Item
+    from annotate.store.models import Item
 
     with read_session(engine) as session:
         study = _study(session, args.name)
@@ -469,7 +469,7 @@ COMMANDS = {
 
 
 def run(args) -> int:
-    from annotate.db import get_engine
+    from annotate.store.db import get_engine
 
     COMMANDS[(args.command, getattr(args, "action", None))](get_engine(args.db), args)
     return 0

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
-from annotate.models import Annotator, Assignment, Item, Study, VoteEvent
+from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent
 from metrics import adaptive, present
 
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}

@@ -21,8 +21,8 @@ from sqlalchemy import Text, and_, bindparam, func, or_, select, true, type_coer
 from sqlalchemy.orm import Session
 
 from annotate import crowd
-from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
-from annotate.prepared import Prepared
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.store.prepared import Prepared
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
 

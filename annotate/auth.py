@@ -8,7 +8,7 @@ import bcrypt
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from annotate.models import ROLES, Annotator, LoginFailure, LoginSession
+from annotate.store.models import ROLES, Annotator, LoginFailure, LoginSession
 
 # bcrypt cost; tests may lower it with DST_JUDGE_BCRYPT_ROUNDS (never below bcrypt's minimum 4).
 BCRYPT_ROUNDS = int(os.environ.get("DST_JUDGE_BCRYPT_ROUNDS", "12"))

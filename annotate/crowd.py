@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
-from annotate.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
+from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 PROLIFIC_PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")

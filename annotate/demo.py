@@ -34,9 +34,9 @@ def fixtures_dir() -> Path:
 def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     """Create the demo on an empty database; True if it was created now."""
     from annotate.auth import add_annotator
-    from annotate.db import write_session
     from annotate.kinds import KINDS
-    from annotate.models import Annotator, Study
+    from annotate.store.db import write_session
+    from annotate.store.models import Annotator, Study
     from annotate.studies import create_study
 
     if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
@@ -93,8 +93,8 @@ def _behind_proxy() -> bool:
 
 def demo_pending(engine: Engine) -> bool:
     """Whether ``ensure_demo`` would make the demo now if no proxy were configured."""
-    from annotate.db import read_session
-    from annotate.models import Annotator, Study
+    from annotate.store.db import read_session
+    from annotate.store.models import Annotator, Study
 
     if os.environ.get("DST_JUDGE_DEMO", "1") == "0" or not fixtures_dir().is_dir():
         return False
@@ -107,7 +107,7 @@ def demo_pending(engine: Engine) -> bool:
 def demo_passwords_in_use(engine: Engine) -> list[str]:
     """The demo accounts that still have their published password."""
     from annotate.auth import find_annotator, password_matches
-    from annotate.db import read_session
+    from annotate.store.db import read_session
 
     with read_session(engine) as session:
         people = {name: (password, find_annotator(session, name)) for name, password, _ in DEMO_ACCOUNTS}
@@ -144,8 +144,8 @@ FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' python -m annotate annotator
 def setup_hint(engine: Engine) -> str | None:
     """What the login page says when nobody can log in as an admin yet (None once an admin with a
     password exists): how to make the first one, and why there is no demo."""
-    from annotate.db import read_session
-    from annotate.models import Annotator
+    from annotate.store.db import read_session
+    from annotate.store.models import Annotator
 
     with read_session(engine) as session:
         admins = session.scalar(
@@ -170,7 +170,7 @@ def setup_hint(engine: Engine) -> str | None:
 def demo_accounts_active(engine: Engine) -> bool:
     """Whether the demo admin still has the demo password (so the login page may show it)."""
     from annotate.auth import find_annotator, password_matches
-    from annotate.db import read_session
+    from annotate.store.db import read_session
 
     with read_session(engine) as session:
         admin = find_annotator(session, DEMO_ACCOUNTS[0][0])

@@ -58,8 +58,8 @@ def run(args) -> int:
     from sqlalchemy import select
 
     from annotate import assignment, membership
-    from annotate.db import database_url, make_engine, read_session, upgrade, write_session
-    from annotate.models import Study
+    from annotate.store.db import database_url, make_engine, read_session, upgrade, write_session
+    from annotate.store.models import Study
     from annotate.study_data import load_study
     from exports.formats import FORMATS, write
     from metrics.analysis import AnalysisSettings

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from annotate import crowd
 from annotate.assignment import lock_study
 from annotate.auth import AuthError, PermissionDenied, StudyClosed, find_annotator
-from annotate.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyChange, StudyMember, VoteEvent
+from annotate.store.models import WORKER, Annotator, CrowdWorker, Item, Study, StudyChange, StudyMember, VoteEvent
 
 
 def members(session: Session, study_id: int) -> list[str]:

@@ -30,9 +30,9 @@ from sqlalchemy import Engine
 
 from annotate import service
 from annotate.auth import PermissionDenied
-from annotate.db import unreachable
 from annotate.kinds.base import ANSWER_KEYS
-from annotate.models import Annotator, Item, utcnow
+from annotate.store.db import unreachable
+from annotate.store.models import Annotator, Item, utcnow
 from annotate.votes import Reassigned
 
 REASSIGNED = "This item was reassigned to another annotator; here is your next one."

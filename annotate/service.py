@@ -13,8 +13,8 @@ from sqlalchemy import Engine, func, select, true
 
 from annotate import allocation, assignment, crowd, membership, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
-from annotate.db import read_session, write_session
-from annotate.models import WORKER, Annotator, Assignment, Item, Study
+from annotate.store.db import read_session, write_session
+from annotate.store.models import WORKER, Annotator, Assignment, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from annotate.uploads import safe_name, unpacked
 from metrics.analysis import AnalysisSettings
@@ -77,7 +77,7 @@ def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
 
 def item_audio(engine: Engine, user: Annotator, item_id: int) -> tuple[str, str, bytes] | None:
     """The recording of an item the user holds or held: (file name, MIME type, bytes), or None."""
-    from annotate.models import ItemAudio
+    from annotate.store.models import ItemAudio
 
     item_for(engine, user, item_id)
     with read_session(engine) as session:
@@ -117,7 +117,7 @@ def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
 def answers_since(engine: Engine, user: Annotator, item_id: int, since) -> dict[str, str]:
     """The user's answers on the item stored at or after ``since`` (latest per question): whether an
     answer sent while the database was unreachable got through (``annotate.screen.settle``)."""
-    from annotate.models import VoteEvent
+    from annotate.store.models import VoteEvent
 
     with read_session(engine) as session:
         rows = session.execute(
@@ -461,7 +461,7 @@ def adjudicate(
     engine: Engine, user: Annotator, study_id: int, key: str, condition: str, question: str, value: str, note: str = ""
 ) -> None:
     """An adjudicator's (admin's) final label for an item's question: its own event, apart from the votes."""
-    from annotate.models import Adjudication
+    from annotate.store.models import Adjudication
     from annotate.studies import check_value
 
     require_admin(user)

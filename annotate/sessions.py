@@ -41,8 +41,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, and_, delete, func, select, update
 
 from annotate.auth import authenticate, find_annotator
-from annotate.db import read_session, write_session
-from annotate.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
+from annotate.store.db import read_session, write_session
+from annotate.store.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
 
 COOKIE_NAME = "dst_judge_session"
 DEVICE_COOKIE_NAME = "dst_judge_device"

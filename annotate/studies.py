@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from annotate.kinds import ItemDraft, StudyError, get_kind
 from annotate.kinds.base import BINARY
 from annotate.kinds.base import question_spec as spec_in
-from annotate.models import DEFAULT_TIMEOUT_MINUTES, Item, ItemAudio, Study
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Item, ItemAudio, Study
 from formats import ReaderError
 from formats.gold import read_gold
 

@@ -20,10 +20,10 @@ from sqlalchemy import Engine, case, func, select, true
 
 from annotate.assignment import progress
 from annotate.auth import require_admin
-from annotate.db import read_session
 from annotate.kinds import analyse as analyse_kind
 from annotate.kinds import get_kind
-from annotate.models import Annotator, Item, Study, VoteEvent
+from annotate.store.db import read_session
+from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.votes import vote_rows
 from exports.study import ItemRecord, StudyData
 from formats.tidy import VoteTable, read_votes, votes_from_rows
@@ -74,7 +74,7 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
 
 def adjudications(session, study_id: int) -> dict[tuple[str, str, str], dict]:
     """The current (latest) adjudicated label per (item key, condition, question)."""
-    from annotate.models import Adjudication
+    from annotate.store.models import Adjudication
 
     rows = session.execute(
         select(Item.key, Item.condition, Adjudication.question, Adjudication.value, Adjudication.by, Adjudication.note)
@@ -172,7 +172,7 @@ def inputs_version(session, study_id: int) -> tuple:
     (append-only: count and newest id), its items' capacity, draw and inclusion probabilities
     (sums), their gold answers (only the items with gold, few: read whole) and its members.  Any
     write that changes an input changes it, whichever path (app, CLI, a script) made the write."""
-    from annotate.models import Adjudication, StudyMember
+    from annotate.store.models import Adjudication, StudyMember
 
     def aggregate(*columns, join=None, where):
         query = select(*columns)

@@ -39,8 +39,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Session
 
 from annotate.assignment import ACTIVE, DONE, RECLAIMED, SKIPPED, claim, cutoff, holding, reclaim_expired_item, study_row
-from annotate.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
-from annotate.prepared import Prepared
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
+from annotate.store.prepared import Prepared
 from annotate.studies import StudyError, check_value, required_questions
 from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
 from formats.errors import ReaderError, csv_rows
@@ -521,7 +521,7 @@ def import_votes_file(engine, study_id: int, path, text: str, *, progress=None) 
 
     ``progress(step)`` is called with ``"staged"`` (every row checked and staged) and ``"swapping"`` (inside the last
     transaction, before its COMMIT): tests kill the process there."""
-    from annotate.db import read_session
+    from annotate.store.db import read_session
 
     report = progress or (lambda _step: None)
     with read_session(engine) as session:
@@ -534,7 +534,7 @@ def import_votes_file(engine, study_id: int, path, text: str, *, progress=None) 
             with connection.begin():  # the temporary table only: no lock others wait for
                 _stage(connection, batch, start)
         report("staged")
-        connection.execution_options(sqlite_immediate=True)  # SQLite: BEGIN IMMEDIATE (see annotate.db)
+        connection.execution_options(sqlite_immediate=True)  # SQLite: BEGIN IMMEDIATE (see annotate.store.db)
         try:
             with connection.begin():
                 count = _swap_in(connection, study_id, utcnow())

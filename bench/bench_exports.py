@@ -30,9 +30,9 @@ def main() -> None:
     os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")
 
     from annotate import service
-    from annotate.db import get_engine
     from annotate.demo import ensure_demo
     from annotate.sessions import log_in
+    from annotate.store.db import get_engine
     from annotate.study_data import clear_cache
 
     engine = get_engine(f"sqlite:///{work / 'bench.sqlite'}")

@@ -8,7 +8,7 @@ Faults, each on a database of this run's own (never the machine's shared Postgre
 - ``pg-kill``: PostgreSQL killed (``pg_ctl stop -m immediate``: SIGQUIT to every backend, no
   checkpoint), started again 2 s later;
 - ``partition``: PostgreSQL in a network namespace, every packet between app and server dropped for
-  20 s (``tests.pg_server.NetnsHost``), with the default timeouts (``annotate.db.ServerTimeouts``);
+  20 s (``tests.pg_server.NetnsHost``), with the default timeouts (``annotate.store.db.ServerTimeouts``);
 - ``disk-full``: SQLite on an 8 MB tmpfs filled up mid-run, space given back 5 s later;
   ``PRAGMA integrity_check`` after.
 
@@ -33,8 +33,8 @@ from sqlalchemy import func, select, text
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import make_engine, read_session, upgrade, write_session
-from annotate.models import VoteEvent
+from annotate.store.db import make_engine, read_session, upgrade, write_session
+from annotate.store.models import VoteEvent
 from annotate.studies import create_study
 from tests.pg_server import NetnsHost, OwnPostgres
 

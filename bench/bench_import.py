@@ -36,8 +36,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from annotate.auth import add_annotator
-from annotate.db import make_engine, read_session, upgrade, write_session
-from annotate.models import Item
+from annotate.store.db import make_engine, read_session, upgrade, write_session
+from annotate.store.models import Item
 from annotate.studies import create_study
 from annotate.votes import cast_vote
 from tests.store.test_import_batches import slu_votes_csv
@@ -48,7 +48,7 @@ FIXTURES = ROOT.parent / "shared" / "fixtures"
 
 IMPORTER = """
 import sys
-from annotate.db import make_engine, write_session
+from annotate.store.db import make_engine, write_session
 from annotate.votes import import_votes_file
 engine = make_engine(sys.argv[1])
 text = open(sys.argv[4]).read()
@@ -57,7 +57,7 @@ if sys.argv[2] == "after":
     import_votes_file(engine, study_id, "votes.csv", text)
 else:  # the import before issue 23: cast_vote per row, one write transaction for the whole file
     from sqlalchemy import select
-    from annotate.models import Annotator, Item
+    from annotate.store.models import Annotator, Item
     from annotate.votes import cast_vote, check_vote_rows
     with write_session(engine) as session:
         people = {}

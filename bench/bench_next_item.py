@@ -39,7 +39,7 @@ def main() -> None:
 
     from annotate import service
     from annotate.auth import add_annotator
-    from annotate.db import get_engine, write_session
+    from annotate.store.db import get_engine, write_session
     from annotate.studies import create_study
     from bench.corpus import build, dialogue_file
 

@@ -52,8 +52,8 @@ def main() -> None:
     from sqlalchemy import func, select
 
     from annotate.auth import add_annotator
-    from annotate.db import make_engine, read_session, upgrade, write_session
-    from annotate.models import Annotator, VoteEvent
+    from annotate.store.db import make_engine, read_session, upgrade, write_session
+    from annotate.store.models import Annotator, VoteEvent
     from annotate.studies import create_study
     from bench.corpus import dialogue_file
     from bench.corpus import write as write_corpus

@@ -35,8 +35,8 @@ from sqlalchemy import func, select  # noqa: E402
 
 from annotate.assignment import claim_next  # noqa: E402
 from annotate.auth import add_annotator  # noqa: E402
-from annotate.db import make_engine, read_session, upgrade, write_session  # noqa: E402
-from annotate.models import VoteEvent  # noqa: E402
+from annotate.store.db import make_engine, read_session, upgrade, write_session  # noqa: E402
+from annotate.store.models import VoteEvent  # noqa: E402
 from annotate.studies import create_study  # noqa: E402
 from annotate.votes import cast_vote  # noqa: E402
 from bench.corpus import build, dialogue_file  # noqa: E402

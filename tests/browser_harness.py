@@ -179,7 +179,7 @@ def require_chromium() -> None:
 def database_server(folder: Path, prepare, env: dict[str, str] | None = None) -> StreamlitServer:
     """A fresh SQLite database in ``folder``, filled by ``prepare(engine)``, served by ``streamlit run``;
     the server keeps the engine (``server.engine``) for the test's own checks."""
-    from annotate.db import make_engine, upgrade
+    from annotate.store.db import make_engine, upgrade
 
     url = f"sqlite:///{folder / 'judge.sqlite'}"
     engine = make_engine(url)

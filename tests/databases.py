@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from annotate.db import make_engine, upgrade
+from annotate.store.db import make_engine, upgrade
 
 PG_ADMIN_URL = os.environ.get("DST_JUDGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -6,7 +6,7 @@ import io
 import zipfile
 
 from annotate.auth import add_annotator
-from annotate.db import write_session
+from annotate.store.db import write_session
 from annotate.studies import create_study
 
 

@@ -11,8 +11,8 @@ import time
 from sqlalchemy.exc import OperationalError
 
 from annotate.assignment import next_item
-from annotate.db import make_engine, write_session
-from annotate.models import Annotator
+from annotate.store.db import make_engine, write_session
+from annotate.store.models import Annotator
 from annotate.votes import cast_vote
 
 

@@ -8,9 +8,9 @@ import streamlit as st
 from annotate import service
 from annotate.allocation import QUESTIONS, allocation_line, judgements_total
 from annotate.kinds import KINDS
-from annotate.models import DEFAULT_TIMEOUT_MINUTES
 from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top, show_refusal
 from annotate.pages.tables import show_table
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
 
 def _study_picker(label: str = "Study", key: str = "admin-study"):

@@ -13,10 +13,10 @@ import streamlit as st
 from annotate import screen, service
 from annotate.auth import StudyClosed
 from annotate.kinds import KINDS, ItemContext
-from annotate.models import WORKER
 from annotate.pages import join, outage
 from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
 from annotate.service import StudySummary
+from annotate.store.models import WORKER
 
 
 def render() -> None:

@@ -13,12 +13,12 @@ import re
 
 import streamlit as st
 
-from annotate import servers
-from annotate.db import database_url, get_engine
 from annotate.demo import ensure_demo
-from annotate.models import Annotator
 from annotate.service import PermissionDenied
 from annotate.sessions import COOKIE_NAME, SESSION_HOURS, log_out, session_user
+from annotate.store import servers
+from annotate.store.db import database_url, get_engine
+from annotate.store.models import Annotator
 
 
 def configured_url() -> str:

@@ -8,8 +8,8 @@ from annotate import proxy
 from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 from annotate.pages.tables import show_table
-from annotate.servers import loopback_only
 from annotate.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie, log_in
+from annotate.store.servers import loopback_only
 
 
 @st.cache_data(ttl=60, show_spinner=False)

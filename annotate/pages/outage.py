@@ -1,7 +1,7 @@
 """When the database cannot be reached: a message instead of a traceback, and recovery by itself.
 
 ``shielded(body)`` runs a page (or the item fragment); if the database is down, cut off, timed out
-(``annotate.db.ServerTimeouts``), locked past its busy timeout or out of disk, the person sees what
+(``annotate.store.db.ServerTimeouts``), locked past its busy timeout or out of disk, the person sees what
 happened — and what became of their last answer (``annotate.screen``: saved, or sent but not
 confirmed) — and the page probes the database every few seconds and carries on by itself when it
 answers again, telling the annotator whether that last answer was stored.  Nothing about the server
@@ -16,8 +16,8 @@ from collections.abc import Callable
 import streamlit as st
 
 from annotate import screen
-from annotate.db import reachable, unreachable
 from annotate.pages.context import app_engine
+from annotate.store.db import reachable, unreachable
 
 RETRY_SECONDS = 3
 

@@ -7,9 +7,9 @@ from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
 from annotate import service
-from annotate.db import get_engine, read_session
-from annotate.models import Study, VoteEvent
 from annotate.sessions import MAX_FAILURES, log_in
+from annotate.store.db import get_engine, read_session
+from annotate.store.models import Study, VoteEvent
 from tests.conftest import REPO
 from tests.store_helpers import zip_bytes
 
@@ -102,7 +102,7 @@ def test_satisfaction_page_shows_differences(app_db):
 
 
 def test_skip_moves_on(app_db):
-    from annotate.models import Assignment
+    from annotate.store.models import Assignment
 
     app = login("ann1", "demo-ann1-pw")
     before = texts(app)
@@ -292,7 +292,7 @@ def test_warns_when_several_servers_share_the_sqlite_file(app_db):
     import subprocess
     import sys
 
-    from annotate import servers
+    from annotate.store import servers
 
     app = start()
     assert not app.warning  # one server process: no warning
@@ -308,7 +308,7 @@ def test_warns_when_several_servers_share_the_sqlite_file(app_db):
 
 def test_slu_transcription_starts_from_the_asr_not_the_gold(app_db):
     """Anchoring: the box holds the recogniser's top hypothesis, never the label file's transcription."""
-    from annotate.models import Assignment, Item
+    from annotate.store.models import Assignment, Item
 
     app = choose_study(login("ann3", "demo-ann3-pw"), "SLU")
     with read_session(get_engine(app_db)) as session:
@@ -356,7 +356,7 @@ def test_every_slu_act_has_a_keyboard_shortcut(app_db):
 def test_an_slu_turn_with_its_recording_gets_an_audio_player(app_db, fixtures, tmp_path):
     import json
 
-    from annotate.db import write_session
+    from annotate.store.db import write_session
     from annotate.studies import create_study
     from tests.store.test_slu_audio import call_with_audio
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotate import crowd, service
-from annotate.db import get_engine
 from annotate.sessions import session_user
+from annotate.store.db import get_engine
 from tests.app.test_app import login, page_as
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from annotate import service
 from annotate.auth import PermissionDenied
-from annotate.db import get_engine, write_session
 from annotate.sessions import log_in
+from annotate.store.db import get_engine, write_session
 from annotate.studies import create_study
 from tests.app.test_app import start
 from tests.store.test_analysis_cache import text_corpus

@@ -6,14 +6,14 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from annotate import service
-from annotate.db import get_engine, read_session
-from annotate.models import Assignment, VoteEvent
 from annotate.sessions import log_in
+from annotate.store.db import get_engine, read_session
+from annotate.store.models import Assignment, VoteEvent
 from tests.app.test_app import _vote_everything, analysis_as, item_button, login, start
 
 
 def held_by(engine, name: str) -> list[tuple[int, str]]:
-    from annotate.models import Annotator
+    from annotate.store.models import Annotator
 
     with read_session(engine) as session:
         return session.execute(
@@ -159,7 +159,7 @@ def test_serve_prints_the_demo_accounts_when_the_server_starts(tmp_path, fixture
 def test_demo_passwords_only_on_loopback(app_db, monkeypatch):
     from streamlit import config
 
-    from annotate.servers import loopback_only
+    from annotate.store.servers import loopback_only
 
     assert loopback_only("127.0.0.1") and loopback_only("localhost") and loopback_only("::1")
     assert not loopback_only("0.0.0.0") and not loopback_only("") and not loopback_only(None) and not loopback_only("10.1.2.3")
@@ -210,7 +210,7 @@ def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
 
 
 def test_adjudicate_from_the_analysis_page(app_db):
-    from annotate.models import Adjudication
+    from annotate.store.models import Adjudication
 
     engine = get_engine(app_db)
     start()

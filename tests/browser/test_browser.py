@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from annotate.db import make_engine, read_session, upgrade, write_session
 from annotate.demo import ensure_demo
-from annotate.models import VoteEvent
 from annotate.sessions import COOKIE_NAME
+from annotate.store.db import make_engine, read_session, upgrade, write_session
+from annotate.store.models import VoteEvent
 from annotate.studies import create_study
 from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, StreamlitServer, after_run, screenshot, wait_idle
 
@@ -117,7 +117,7 @@ def choose_study(page, name_part: str) -> None:
 
 
 def votes_of(server, name: str) -> list[tuple[str, str]]:
-    from annotate.models import Annotator
+    from annotate.store.models import Annotator
 
     with read_session(server.engine) as session:
         return session.execute(

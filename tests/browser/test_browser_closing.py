@@ -17,8 +17,8 @@ from sqlalchemy import select
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Annotator, Item, Study, VoteEvent
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (

@@ -17,8 +17,8 @@ import pytest
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import write_session
 from annotate.sessions import log_in as store_log_in
+from annotate.store.db import write_session
 from annotate.studies import create_study
 from tests.browser.test_browser import log_in
 from tests.browser_harness import (

@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate.auth import set_password
-from annotate.db import read_session, write_session
-from annotate.models import Assignment, Item, VoteEvent
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, Item, VoteEvent
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,

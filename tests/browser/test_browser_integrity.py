@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import select, update
 
 from annotate.auth import add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Annotator, Assignment, Item, VoteEvent, utcnow
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Annotator, Assignment, Item, VoteEvent, utcnow
 from annotate.studies import create_study
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, database_server, require_chromium, screenshot, wait_idle

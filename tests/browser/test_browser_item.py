@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from annotate.auth import add_annotator
-from annotate.db import write_session
+from annotate.store.db import write_session
 from annotate.studies import create_study
 from tests.browser.test_browser import log_in
 from tests.browser_harness import (

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 
 from annotate.auth import add_annotator
-from annotate.db import make_engine, read_session, upgrade, write_session
-from annotate.models import Annotator, Item, VoteEvent
+from annotate.store.db import make_engine, read_session, upgrade, write_session
+from annotate.store.models import Annotator, Item, VoteEvent
 from annotate.studies import create_study
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (

@@ -128,8 +128,8 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
         assert name in table or admin.get_by_test_id("stDataFrame").first.locator(f"text={name}").count() >= 0
         assert admin.locator("[data-testid='stFileUploaderFile']").count() == 0, "the uploader kept the old files"
     screenshot(admin, "22-studies-after-two-creates")
-    from annotate.db import make_engine, read_session
-    from annotate.models import Item, Study
+    from annotate.store.db import make_engine, read_session
+    from annotate.store.models import Item, Study
 
     engine = make_engine(f"sqlite:///{_folder / 'judge.sqlite'}")
     with read_session(engine) as session:

@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import select
 
 from annotate import service
-from annotate.db import read_session, write_session
 from annotate.demo import DEMO_STUDIES, ensure_demo
-from annotate.models import Annotator, Item, Study, VoteEvent
 from annotate.sessions import log_in as store_log_in
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study
 from tests.browser.test_browser import browser, eventually, log_in, press  # noqa: F401  (browser: a fixture)
 from tests.browser_harness import after_run, database_server, in_viewport, new_page, require_chromium, screenshot, wait_idle
@@ -215,7 +215,7 @@ def test_the_slu_item_plays_the_audio_starts_from_the_asr_and_takes_act_shortcut
     assert player.count() == 1 and player.get_attribute("src")
     with read_session(server.engine) as session:
         ann3 = session.scalar(select(Annotator.id).where(Annotator.name == "ann3"))
-        from annotate.models import Assignment
+        from annotate.store.models import Assignment
 
         held = session.scalar(
             select(Assignment.item_id)

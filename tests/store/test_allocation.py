@@ -16,9 +16,9 @@ from sqlalchemy import func, select
 
 from annotate import assignment, service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import read_session, write_session
 from annotate.kinds import StudyError
-from annotate.models import Assignment, Item, Study, VoteEvent
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, Item, Study, VoteEvent
 from annotate.studies import create_study
 from bench.corpus import build, dialogue_file
 from metrics.analysis import AnalysisSettings

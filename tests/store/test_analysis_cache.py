@@ -9,8 +9,8 @@ from pathlib import Path
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import write_session
 from annotate.demo import fixtures_dir
+from annotate.store.db import write_session
 from annotate.studies import create_study
 from annotate.study_data import study_analysis
 from formats import load_dialogues

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.db import read_session
-from annotate.models import Annotator, Item, VoteEvent
+from annotate.store.db import read_session
+from annotate.store.models import Annotator, Item, VoteEvent
 from annotate.studies import StudyError
 from tests.store.test_holders import counters_match
 from tests.store_helpers import make_study

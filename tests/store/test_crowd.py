@@ -13,9 +13,9 @@ from sqlalchemy import func, select
 
 from annotate import crowd, service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import make_engine, read_session, write_session
-from annotate.models import Annotator, CrowdWorker, LoginSession
 from annotate.sessions import log_in, session_user
+from annotate.store.db import make_engine, read_session, write_session
+from annotate.store.models import Annotator, CrowdWorker, LoginSession
 from tests.store_helpers import make_study
 
 

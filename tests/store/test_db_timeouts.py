@@ -1,7 +1,7 @@
 """Issue 23, item 4: bounded waits on a database server, and recovery (a PostgreSQL server of the test's own).
 
 Before: no connect timeout, statement timeout or TCP keepalive, so during a partition every request
-hung as long as the partition (120 s measured).  Now (``annotate.db.ServerTimeouts``) a statement in
+hung as long as the partition (120 s measured).  Now (``annotate.store.db.ServerTimeouts``) a statement in
 flight gives up after the network timeout, a new connection after the connect timeout, a lock wait
 after the statement timeout; the error is one the pages recognise as "unreachable" (``db.unreachable``)
 and the same engine works again once the network is back.  The partition is real: the server runs in a
@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import exc, select, text
 
 from annotate import service
-from annotate.db import make_engine, reachable, read_session, server_timeouts, unreachable, upgrade, write_session
-from annotate.models import Study
+from annotate.store.db import make_engine, reachable, read_session, server_timeouts, unreachable, upgrade, write_session
+from annotate.store.models import Study
 from tests.pg_server import NetnsHost, OwnPostgres
 from tests.store_helpers import make_study
 
@@ -129,7 +129,7 @@ def test_an_answer_sent_during_an_outage_is_settled_when_the_database_is_back(fi
     """The tab's promise when the store cannot answer (annotate.screen): the answer is kept as pending,
     said "not confirmed" during the outage, and afterwards the vote events say whether it was stored."""
     from annotate import screen
-    from annotate.models import utcnow
+    from annotate.store.models import utcnow
 
     pg = OwnPostgres()
     try:

@@ -11,9 +11,9 @@ import sys
 from sqlalchemy import func, select
 
 from annotate.auth import set_password
-from annotate.db import read_session, write_session
 from annotate.demo import DEMO_ACCOUNTS, demo_refusal, ensure_demo
-from annotate.models import Annotator
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Annotator
 from tests.conftest import REPO
 
 

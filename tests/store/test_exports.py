@@ -22,8 +22,8 @@ import pytest
 from sqlalchemy import select
 
 from annotate.auth import add_annotator
-from annotate.db import make_engine, upgrade, write_session
-from annotate.models import Item
+from annotate.store.db import make_engine, upgrade, write_session
+from annotate.store.models import Item
 from annotate.studies import create_study
 from annotate.study_data import load_study
 from annotate.votes import cast_votes

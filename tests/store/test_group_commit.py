@@ -1,6 +1,6 @@
 """Issue 16 (item 3): on SQLite, write sessions queued behind one another share one COMMIT.
 
-Each write session is a SAVEPOINT inside its group's transaction (``annotate.db._GroupWriter``):
+Each write session is a SAVEPOINT inside its group's transaction (``annotate.store.db._GroupWriter``):
 what is queued when a session ends joins the group, and the last one commits it.  A session
 returns only once its group's COMMIT succeeded (then any other connection sees its work); its own
 error rolls back only its own work; a COMMIT that fails fails every session of the group, and
@@ -17,8 +17,8 @@ from sqlalchemy import event, func, select, text
 from sqlalchemy.exc import IntegrityError
 
 from annotate.auth import add_annotator
-from annotate.db import _sqlite_writer, make_engine, read_session, upgrade, write_session
-from annotate.models import Annotator
+from annotate.store.db import _sqlite_writer, make_engine, read_session, upgrade, write_session
+from annotate.store.models import Annotator
 
 QUEUED = 4
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 from sqlalchemy import func, select
 
 from annotate import assignment, service
-from annotate.db import read_session, write_session
-from annotate.models import Assignment, Item, VoteEvent, utcnow
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, Item, VoteEvent, utcnow
 from tests.store_helpers import make_study
 
 
@@ -73,8 +73,8 @@ def test_a_database_of_the_previous_revision_is_carried_forward(tmp_path, fixtur
     from alembic import command
     from alembic.config import Config
 
-    import annotate.db as db
-    from annotate.db import make_engine, upgrade
+    import annotate.store.db as db
+    from annotate.store.db import make_engine, upgrade
 
     engine = make_engine(f"sqlite:///{tmp_path / 'old.sqlite'}")
     config = Config()

@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import make_engine, read_session, upgrade, write_session
-from annotate.models import Item, Study, VoteEvent
+from annotate.store.db import make_engine, read_session, upgrade, write_session
+from annotate.store.models import Item, Study, VoteEvent
 from annotate.studies import build_items, create_study
 from annotate.votes import import_votes
 from formats import ReaderError, load_dialogues

@@ -22,8 +22,8 @@ from sqlalchemy import func, select, text, update
 
 from annotate.assignment import next_item, skip_item
 from annotate.auth import add_annotator
-from annotate.db import is_sqlite, read_session, write_session
-from annotate.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.store.db import is_sqlite, read_session, write_session
+from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
 from annotate.studies import create_study, question_spec
 from annotate.votes import cast_vote, import_votes_file, vote_rows
 from formats import ReaderError
@@ -141,7 +141,7 @@ def test_a_bad_row_at_the_end_of_a_large_file_leaves_nothing(engine, fixtures):
 
 KILLED = """
 import os, sys, time
-from annotate.db import make_engine
+from annotate.store.db import make_engine
 from annotate.votes import import_votes_file
 engine = make_engine(sys.argv[1])
 def progress(step):

@@ -7,9 +7,9 @@ import pytest
 
 from annotate import service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import VoteEvent
 from annotate.sessions import log_in
+from annotate.store.db import read_session, write_session
+from annotate.store.models import VoteEvent
 from annotate.study_data import judge_study
 from tests.store_helpers import make_study
 

@@ -17,7 +17,6 @@ from datetime import datetime, timedelta
 import pytest
 
 from annotate.auth import add_annotator, set_password
-from annotate.db import write_session
 from annotate.proxy import client_address, parse_trusted
 from annotate.sessions import (
     FREE_FAILURES,
@@ -28,6 +27,7 @@ from annotate.sessions import (
     log_in,
     session_user,
 )
+from annotate.store.db import write_session
 
 T0 = datetime(2026, 3, 2, 9, 0, 0)
 VICTIM, PASSWORD = "ann2", "ann2-password"
@@ -172,8 +172,8 @@ def test_a_burst_of_parallel_guesses_gets_no_more_password_checks_than_one_after
 
     from sqlalchemy import func, select
 
-    from annotate.db import read_session
-    from annotate.models import LoginFailure
+    from annotate.store.db import read_session
+    from annotate.store.models import LoginFailure
 
     def guess(i):
         return _attempt(engine, f"guess-{i}", "203.0.113.9", T0)

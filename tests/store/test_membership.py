@@ -6,8 +6,8 @@ import pytest
 
 from annotate import service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import write_session
 from annotate.sessions import log_in
+from annotate.store.db import write_session
 from tests.store_helpers import make_study
 
 
@@ -77,8 +77,8 @@ def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures)
 def test_gold_answers_uploaded_in_the_app(engine, fixtures):
     from sqlalchemy import select
 
-    from annotate.db import read_session
-    from annotate.models import Item
+    from annotate.store.db import read_session
+    from annotate.store.models import Item
 
     study, _ = make_study(engine, fixtures, annotators=0)
     boss, on, _off = people(engine)

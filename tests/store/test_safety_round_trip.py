@@ -7,7 +7,7 @@ import csv
 import io
 
 from annotate.assignment import next_item
-from annotate.db import read_session, write_session
+from annotate.store.db import read_session, write_session
 from annotate.studies import create_study
 from annotate.votes import cast_vote, import_votes, rows_to_csv, vote_rows
 from tests.store_helpers import make_study

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Item, Study
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Item, Study
 from formats import ReaderError
 from tests.store.test_annotate_cli import cli, ok
 

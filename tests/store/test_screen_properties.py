@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select, update
 
 from annotate import screen, service
-from annotate.db import read_session, write_session
-from annotate.models import Assignment, Item, VoteEvent, utcnow
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, Item, VoteEvent, utcnow
 from annotate.votes import Reassigned
 from tests.store_helpers import make_study
 

@@ -13,11 +13,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, update
 
-from annotate import servers, service
+from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Annotator, Item, LoginSession, VoteEvent, utcnow
 from annotate.sessions import MAX_FAILURES, LoginRefused, log_in, log_out, session_user
+from annotate.store import servers
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Annotator, Item, LoginSession, VoteEvent, utcnow
 from annotate.study_data import study_votes
 from tests.conftest import REPO
 from tests.store_helpers import make_study

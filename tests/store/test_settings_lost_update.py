@@ -14,7 +14,7 @@ import threading
 
 from annotate import __main__ as annotate_cli
 from annotate import export_cli, service
-from annotate.db import get_engine
+from annotate.store.db import get_engine
 from tests.store.test_crowd import admin, open_crowd
 from tests.store_helpers import make_study
 
@@ -84,8 +84,8 @@ def test_exports_never_undo_an_admins_concurrent_settings_changes(engine, db_url
     exports = [c for c in service.study_changes(engine, boss, study.id) if c["what"] == "export"]
     assert exports, "the exports ran and were recorded"
     newest = max(int(c["new"].rsplit("#", 1)[1]) for c in exports)
-    from annotate.db import read_session
-    from annotate.models import Study
+    from annotate.store.db import read_session
+    from annotate.store.models import Study
 
     with read_session(engine) as session:
         assert session.get(Study, study.id).settings["exported_through"] == newest

@@ -12,8 +12,8 @@ import pytest
 
 from annotate import service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Item, ItemAudio
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Item, ItemAudio
 from annotate.studies import create_study
 from formats.errors import ReaderError
 

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from sqlalchemy import func, select, text
 
 from annotate.auth import add_annotator
-from annotate.db import is_sqlite, read_session, write_session
-from annotate.models import Assignment, Item, Study, VoteEvent
+from annotate.store.db import is_sqlite, read_session, write_session
+from annotate.store.models import Assignment, Item, Study, VoteEvent
 from annotate.studies import create_study
 from annotate.votes import vote_rows
 from bench.corpus import build, dialogue_file
@@ -76,11 +76,11 @@ def test_several_processes(engine, db_url, tmp_path):
 
 KILLED_IMPORT = """
 import sys, time
-from annotate.db import make_engine, write_session
+from annotate.store.db import make_engine, write_session
 from annotate.studies import create_study
 from annotate.auth import add_annotator
 from annotate.votes import cast_vote
-from annotate.models import Item
+from annotate.store.models import Item
 from sqlalchemy import select
 engine = make_engine(sys.argv[1])
 with write_session(engine) as session:

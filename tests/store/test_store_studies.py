@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from annotate.db import read_session, write_session
-from annotate.models import Item, Study
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Item, Study
 from annotate.studies import StudyError, create_study
 from formats import ReaderError
 
@@ -131,7 +131,7 @@ def test_migrations_match_the_models(engine):
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from annotate.models import Base
+    from annotate.store.models import Base
 
     with engine.connect() as connection:
         diff = compare_metadata(MigrationContext.configure(connection), Base.metadata)

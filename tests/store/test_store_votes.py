@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate.assignment import next_item, progress, reopen_item, skip_item
-from annotate.db import read_session, write_session
-from annotate.models import Assignment, Item, VoteEvent, utcnow
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, Item, VoteEvent, utcnow
 from annotate.studies import StudyError, create_study
 from annotate.votes import CapacityError, Reassigned, cast_vote, import_votes, rows_to_csv, vote_rows
 from formats import ReaderError

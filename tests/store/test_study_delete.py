@@ -11,9 +11,9 @@ import pytest
 
 from annotate import service
 from annotate.auth import PermissionDenied, add_annotator
-from annotate.db import read_session, write_session
-from annotate.models import Item, Study, VoteEvent
 from annotate.sessions import log_in
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Item, Study, VoteEvent
 from annotate.studies import StudyError
 from tests.conftest import REPO
 from tests.store_helpers import make_study

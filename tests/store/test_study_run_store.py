@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.db import read_session, write_session
-from annotate.models import Assignment, VoteEvent
 from annotate.sessions import log_in
+from annotate.store.db import read_session, write_session
+from annotate.store.models import Assignment, VoteEvent
 
 
 def test_skip_is_not_a_trapdoor(engine, fixtures):
@@ -104,9 +104,9 @@ def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
     from datetime import timedelta
 
     from annotate.auth import add_annotator
-    from annotate.db import make_engine
-    from annotate.models import utcnow
     from annotate.sessions import FREE_FAILURES, LoginRefused
+    from annotate.store.db import make_engine
+    from annotate.store.models import utcnow
 
     engine = make_engine(db_url)
     with write_session(engine) as session:
@@ -150,8 +150,8 @@ def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
 
 
 def test_cli_password_reset_clears_failures(db_url):
-    from annotate.db import make_engine
     from annotate.sessions import FREE_FAILURES, LoginRefused
+    from annotate.store.db import make_engine
     from tests.store.test_annotate_cli import cli, ok
 
     ok(cli(db_url, "annotator", "add", "carol", password="carol-password"))

@@ -6,9 +6,9 @@ import pytest
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.db import write_session
 from annotate.kinds import KINDS, register
 from annotate.sessions import log_in
+from annotate.store.db import write_session
 from annotate.studies import create_study
 from exports import formats as export_formats
 from metrics.analysis import AnalysisSettings
@@ -59,8 +59,8 @@ def test_a_toy_kind_runs_a_study(toy, engine, tmp_path):
 def item_id_of(engine, study_id: int) -> int:
     from sqlalchemy import select
 
-    from annotate.db import read_session
-    from annotate.models import Item
+    from annotate.store.db import read_session
+    from annotate.store.models import Item
 
     with read_session(engine) as session:
         return session.scalar(select(Item.id).where(Item.study_id == study_id).order_by(Item.id))
@@ -68,7 +68,7 @@ def item_id_of(engine, study_id: int) -> int:
 
 @pytest.mark.app
 def test_the_toy_kind_on_the_annotate_page(toy, app_db, tmp_path):
-    from annotate.db import get_engine
+    from annotate.store.db import get_engine
     from tests.app.test_app import choose_study, login, start
 
     engine = get_engine(app_db)

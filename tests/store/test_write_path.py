@@ -14,7 +14,7 @@ from sqlalchemy import event
 
 from annotate import assignment, votes
 from annotate.auth import add_annotator
-from annotate.db import write_session
+from annotate.store.db import write_session
 from annotate.studies import create_study
 from bench.corpus import build, dialogue_file
 

@@ -10,8 +10,8 @@ def test_one_timeout_constant():
 
     from annotate import __main__ as cli
     from annotate import assignment, studies
-    from annotate.models import DEFAULT_TIMEOUT_MINUTES
     from annotate.pages import admin
+    from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
     assert studies.create_study.__kwdefaults__["timeout_minutes"] == DEFAULT_TIMEOUT_MINUTES
     assert cli.build_parser().parse_args(["study", "create", "x", "p", "--kind", "slu"]).timeout == DEFAULT_TIMEOUT_MINUTES
@@ -82,7 +82,7 @@ def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
         capture_output=True,
         timeout=300,
     )
-    assert (target / "annotate" / "migrations" / "versions" / "0003_login_failure_client.py").is_file()
+    assert (target / "annotate" / "store" / "migrations" / "versions" / "0003_login_failure_client.py").is_file()
     env = {**os.environ, "PYTHONPATH": str(target)}
     outside = tmp_path / "elsewhere"
     outside.mkdir()

@@ -10,7 +10,7 @@ connection's sqlite3 cursor inside the transaction SQLAlchemy began.  On Postgre
 else) it runs through ``Connection.execute`` unchanged.
 
 >>> from sqlalchemy import bindparam, create_engine, select
->>> from annotate.models import Base, Study
+>>> from annotate.store.models import Base, Study
 >>> engine = create_engine("sqlite://")
 >>> Base.metadata.create_all(engine)
 >>> name = Prepared(select(Study.name).where(Study.id == bindparam("study")))
