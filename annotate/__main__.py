@@ -33,12 +33,10 @@ import getpass
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
-from sqlalchemy import select
-
 from annotate.kinds import KINDS
-from annotate.store.db import read_session, write_session
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
 
@@ -132,14 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _study(session, name: str):
-    from annotate.store.models import Study
-    from annotate.studies import StudyError
+def _study_id(engine, name: str) -> int:
+    from annotate import service
 
-    study = session.scalar(select(Study).where(Study.name == name))
-    if study is None:
-        raise StudyError(f"no study named {name!r}")
-    return study
+    return service.find_study(engine, service.CLI, name)
 
 
 def _password() -> str:
@@ -194,253 +188,203 @@ def init(engine, args) -> None:
 
 
 def annotator_add(engine, args) -> None:
-    from annotate.auth import add_annotator
+    from annotate import service
 
     password = _password()
-    with write_session(engine) as session:
-        annotator = add_annotator(session, args.name, password, "admin" if args.admin else "annotator")
-    print(f"added {annotator.role} {annotator.name}")
+    person = service.add_person(engine, service.CLI, args.name, password, "admin" if args.admin else "annotator")
+    print(f"added {person.role} {person.name}")
 
 
 def annotator_password(engine, args) -> None:
-    from annotate.auth import set_password
+    from annotate import service
 
     password = _password()
-    with write_session(engine) as session:
-        set_password(session, args.name, password)
+    service.reset_password(engine, service.CLI, args.name, password)
     print(f"new password for {args.name}; their sessions ended and failed logins cleared")
 
 
 def annotator_list(engine, args) -> None:
-    from annotate.store.models import Annotator
+    from annotate import service
 
-    with read_session(engine) as session:
-        for annotator in session.scalars(select(Annotator).order_by(Annotator.name)):
-            print(f"{annotator.name}\t{annotator.role}\t{'login' if annotator.password_hash else 'no login'}")
+    for person in service.list_annotators(engine, service.CLI, workers=True):
+        print(f"{person.name}\t{person.role}\t{'login' if person.login else 'no login'}")
 
 
 def study_create(engine, args) -> None:
-    from annotate.studies import create_study, prepare_items
+    from annotate import service
     from formats.errors import read_text
 
     guideline = read_text(args.guideline) if args.guideline else ""
-    drafts = prepare_items(args.kind, args.paths, args.condition, args.sample, args.seed)  # before the write lock
-    with write_session(engine) as session:
-        study = create_study(
-            session,
-            args.name,
-            args.kind,
-            args.paths,
-            overlap=args.overlap,
-            condition=args.condition,
-            guideline=guideline,
-            sample=args.sample,
-            seed=args.seed,
-            gold_path=args.gold,
-            timeout_minutes=args.timeout,
-            drafts=drafts,
-        )
-        n_items = len(study.items)
-    print(f"created {args.kind} study {args.name!r} with {n_items} items (overlap {args.overlap})")
+    created = service.create_study_from_files(
+        engine,
+        service.CLI,
+        args.name,
+        args.kind,
+        args.paths,
+        overlap=args.overlap,
+        condition=args.condition,
+        guideline=guideline,
+        sample=args.sample,
+        seed=args.seed,
+        gold_path=args.gold,
+        timeout_minutes=args.timeout,
+    )
+    print(f"created {args.kind} study {args.name!r} with {created.items} items (overlap {args.overlap})")
 
 
 def study_list(engine, args) -> None:
-    from annotate.store.models import Study
+    from annotate import service
 
-    with read_session(engine) as session:
-        for study in session.scalars(select(Study).order_by(Study.id)):
-            state = "archived" if study.archived else "open"  # archived: hidden from annotators
-            print(f"{study.name}\t{study.kind}\t{len(study.items)} items\toverlap {study.overlap}\t{state}")
+    for study in service.list_studies(engine):
+        state = "archived" if study.archived else "open"  # archived: hidden from annotators
+        print(f"{study.name}\t{study.kind}\t{study.items} items\toverlap {study.overlap}\t{state}")
 
 
 def study_reopen(engine, args) -> None:
-    from annotate.assignment import reopen_items
+    from annotate import service
 
     if bool(args.item) == bool(args.all):
         raise ValueError("give an item key or --all")
-    with write_session(engine) as session:
-        count = reopen_items(session, _study(session, args.name), None if args.all else args.item, args.condition, args.extra)
+    study_id = _study_id(engine, args.name)
+    count = service.reopen(engine, service.CLI, study_id, None if args.all else args.item, args.condition, args.extra)
     print(f"re-opened {count} item{'s' if count != 1 else ''} of {args.name!r} for {args.extra} more judgement(s) each")
 
 
 def study_items(engine, args) -> None:
-    from annotate.store.models import Item
+    from annotate import service
 
-    with read_session(engine) as session:
-        study = _study(session, args.name)
-        items = session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position))
-        listing = [{"key": i.key, "condition": i.condition, "questions": list(i.questions)} for i in items]
-    print(json.dumps(listing, indent=1) if args.json else "\n".join(f"{i['key']}\t{i['condition']}" for i in listing))
+    listing = service.study_items(engine, service.CLI, _study_id(engine, args.name))
+    if args.json:
+        print(json.dumps([asdict(i) for i in listing], indent=1))
+    else:
+        print("\n".join(f"{i.key}\t{i.condition}" for i in listing))
 
 
 def study_members(engine, args) -> None:
-    from annotate import membership
+    from annotate import service
 
-    with write_session(engine) as session:
-        study = _study(session, args.name)
-        current = membership.members(session, study.id)
-        chosen = (
-            args.set
-            if args.set
-            else current + args.add
-            if args.add
-            else [n for n in current if n not in args.remove]
-            if args.remove
-            else []
-            if args.open
-            else None
-        )
-        if chosen is not None:
-            unknown = [n for n in (args.remove or []) if n not in current]
-            if unknown:
-                raise ValueError(f"not a member of {args.name!r}: {', '.join(unknown)}")
-            current = membership.set_members(session, study, chosen, membership.CLI)
+    study_id = _study_id(engine, args.name)
+    if args.set or args.open:
+        current = service.set_members(engine, service.CLI, study_id, args.set or [])
+    elif args.add or args.remove:
+        current = service.change_members(engine, service.CLI, study_id, add=args.add, remove=args.remove)
+    else:
+        current = service.study_members(engine, service.CLI, study_id)
     print("\n".join(current) or "(everybody)")
 
 
-def _change(engine, name: str, field: str, value) -> None:
-    from annotate import assignment, membership
-
-    with write_session(engine) as session:
-        study = assignment.lock_study(session, _study(session, name).id)
-        membership.change(session, study, membership.CLI, field, value)
-        if field == "archived" and value:
-            assignment.release_study(session, study.id)
-    print(f"{name}: {field} set")
-
-
 def study_guideline(engine, args) -> None:
+    from annotate import service
     from formats.errors import read_text
 
-    _change(engine, args.name, "guideline", read_text(args.file))
+    text = read_text(args.file)
+    service.set_guideline(engine, service.CLI, _study_id(engine, args.name), text)
+    print(f"{args.name}: guideline set")
 
 
 def study_overlap(engine, args) -> None:
-    if args.k < 1:
-        raise ValueError("overlap must be at least 1")
-    _change(engine, args.name, "overlap", args.k)
+    from annotate import service
+
+    service.set_overlap(engine, service.CLI, _study_id(engine, args.name), args.k)
+    print(f"{args.name}: overlap set")
 
 
 def study_design(engine, args) -> None:
     """Set the design (with --policy), else print it with the judgements spent and the main question's
     interval now (the study closes here, as on the Progress page, when the target width is reached)."""
-    from annotate import allocation, assignment, membership
-    from annotate.study_data import load_study
+    from annotate import service
+    from annotate.reports import allocation_line
 
+    study_id = _study_id(engine, args.name)
     if args.policy:
-        with write_session(engine) as session:
-            study = assignment.lock_study(session, _study(session, args.name).id)
-            drawn = allocation.set_allocation(
-                session,
-                study,
-                membership.CLI,
-                policy=args.policy,
-                question=args.question,
-                budget=args.budget,
-                target_width=args.target_width,
-                max_k=args.max_k,
-                lam=args.lam,
-            )
+        drawn = service.set_allocation(
+            engine,
+            service.CLI,
+            study_id,
+            policy=args.policy,
+            question=args.question,
+            budget=args.budget,
+            target_width=args.target_width,
+            max_k=args.max_k,
+            lam=args.lam,
+        )
         print(
-            json.dumps(drawn)
+            json.dumps(drawn.as_json())
             if args.json
-            else f"{args.name}: {drawn['policy']}, {drawn['included']} of {drawn['items']} items will be judged"
+            else f"{args.name}: {drawn.policy}, {drawn.included} of {drawn.items} items will be judged"
         )
         return
-    data = load_study(engine, args.name)
-    with read_session(engine) as session:
-        study = _study(session, args.name)
-        report = allocation.status(session, study, data)
-    if report["reached"]:
-        with write_session(engine) as session:
-            allocation.close_when_reached(session, assignment.lock_study(session, study.id), report)
-    print(json.dumps(report, indent=1) if args.json else allocation.allocation_line(report))
+    report = service.allocation_status(engine, service.CLI, study_id)
+    print(json.dumps(report.as_json(), indent=1) if args.json else allocation_line(report))
 
 
 def study_archive(engine, args) -> None:
     """Archive or unarchive: idempotent (archiving an archived study changes nothing), and says which."""
-    from annotate import assignment, membership
+    from annotate import service
 
     archive = args.action == "archive"
-    with write_session(engine) as session:
-        study = assignment.lock_study(session, _study(session, args.name).id)
-        changed = bool(study.archived) != archive
-        membership.change(session, study, membership.CLI, "archived", archive)
-        if archive:  # the places people hold go back at once
-            assignment.release_study(session, study.id)
+    done = service.set_archived(engine, service.CLI, _study_id(engine, args.name), archive)
     said = {
         (True, True): "archived (hidden from annotators)",
         (True, False): "already archived (nothing changed)",
         (False, True): "unarchived (open to annotators again)",
         (False, False): "already open (not archived; nothing changed)",
     }
-    print(f"{args.name}: {said[(archive, changed)]}")
+    print(f"{args.name}: {said[(archive, done['changed'])]}")
 
 
 def study_changes(engine, args) -> None:
-    from annotate import membership
+    from annotate import service
 
-    with read_session(engine) as session:
-        log = membership.changes(session, _study(session, args.name).id)
+    log = service.study_changes(engine, service.CLI, _study_id(engine, args.name))
     if args.json:
-        print(json.dumps(log, indent=1))
+        print(json.dumps([asdict(c) for c in log], indent=1))
     else:
         for c in log:
-            print(f"{c['at']}\t{c['by']}\t{c['what']}\t{c['old']} -> {c['new']}")
+            print(f"{c.at}\t{c.by}\t{c.what}\t{c.old} -> {c.new}")
 
 
 def study_delete(engine, args) -> None:
-    from annotate import membership
+    from annotate import service
 
-    with write_session(engine) as session:
-        membership.delete_study(session, _study(session, args.name), args.confirm)
+    service.delete_study(engine, service.CLI, _study_id(engine, args.name), args.confirm)
     print(f"deleted study {args.name!r}")
 
 
 def status(engine, args) -> None:
-    from annotate.assignment import progress
+    from annotate import service
 
-    with read_session(engine) as session:
-        report = progress(session, _study(session, args.name).id)
+    report = service.study_progress(engine, service.CLI, _study_id(engine, args.name))
     if args.json:
-        print(json.dumps(report, indent=1))
+        print(json.dumps(asdict(report), indent=1))
         return
     print(
-        f"{report['study']} ({report['kind']}, overlap {report['overlap']}): {report['items']} items, "
-        f"{report['judgements_done']}/{report['judgements_needed']} judgements ({100 * report['fraction_done']:.1f}%)"
+        f"{report.study} ({report.kind}, overlap {report.overlap}): {report.items} items, "
+        f"{report.judgements_done}/{report.judgements_needed} judgements ({100 * report.fraction_done:.1f}%)"
     )
-    for name, counts in report["annotators"].items():
-        print(f"  {name}: {counts['done']} done, {counts['active']} in progress")
+    for name, counts in report.annotators.items():
+        print(f"  {name}: {counts.done} done, {counts.active} in progress")
 
 
 def votes_import(engine, args) -> None:
     """Checked, then staged apart, then swapped in by one short transaction (annotators keep voting)."""
-    from annotate.votes import import_votes_file
+    from annotate import service
     from formats.errors import read_text
 
     text = read_text(args.file)
-    with read_session(engine) as session:
-        study_id = _study(session, args.name).id
-    count = import_votes_file(engine, study_id, str(args.file), text)
+    count = service.import_votes(engine, service.CLI, _study_id(engine, args.name), str(args.file), text)
     print(f"imported {count} votes into {args.name!r}")
 
 
 def votes_export(engine, args) -> None:
     """The votes, written; then the export is recorded (a study's votes must be exported before a delete)."""
-    from annotate import assignment, membership
-    from annotate.votes import rows_to_csv, vote_rows
+    from annotate import service
 
-    with read_session(engine) as session:
-        study_id = _study(session, args.name).id
-        through = membership.last_vote(session, study_id)
-        rows = vote_rows(session, study_id, history=args.history)
-    if args.format == "csv":
-        _write(rows_to_csv(rows), args.out)
-    else:
-        _write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), args.out)
-    with write_session(engine) as session:  # the study row locked before it is read (its settings are written back)
-        what = f"votes {args.format}{' (every event)' if args.history else ''}"
-        membership.record_export(session, assignment.lock_study(session, study_id), membership.CLI, what, through)
+    study_id = _study_id(engine, args.name)
+    text, through = service.votes_download(engine, service.CLI, study_id, history=args.history, fmt=args.format)
+    _write(text, args.out)
+    what = f"votes {args.format}{' (every event)' if args.history else ''}"
+    service.record_export(engine, service.CLI, study_id, what, through)
 
 
 # (command, action) -> what runs it; every command that writes is one transaction.

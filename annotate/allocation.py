@@ -14,7 +14,10 @@
 Budget and stopping rule (both designs): with ``budget`` the study closes (is archived) once that many
 judgements are done; with ``target_width`` the Progress page shows the current 95% interval width of
 the study's main question, the judgements projected to reach the target (width shrinks as 1/√n), and
-closes the study when it is reached.
+closes the study when it is reached (:func:`close_when_reached`).
+
+This module decides and stores the design (the draw's numbers are ``metrics.adaptive``'s); where a
+study stands against it, in numbers and in prose, is ``annotate.reports``'s.
 
 The design must be chosen before the first vote: probabilities that depended on votes would no longer
 be known in advance, and the 1/π weights would not correct the selection.
@@ -22,14 +25,16 @@ be known in advance, and the 1/π weights would not correct the selection.
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import asdict, dataclass
+
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
 from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent
-from metrics import adaptive, present
+from annotate.studies import record
+from metrics import adaptive
 
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
 SETTLED_WIDTH = 0.5  # a dialogue's mean rating is settled when its 95% interval is narrower than this
@@ -51,25 +56,37 @@ def design_of(settings: dict | None) -> dict:
 
 
 def _scores(study: Study, items: list[Item], question: str, lam: float) -> dict[int, float]:
-    """Each item's informativeness for the question, from its dialogue's metrics, per condition."""
+    """Each item's informativeness for the question, from its dialogue's metrics, per condition
+    (``metrics.adaptive.question_scores``)."""
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
 
     kind = get_kind(study.kind)
+    grid = adaptive.SCORE_GRID if question == "lambda" else (lam,)
     scores: dict[int, float] = {}
     for condition in dict.fromkeys(i.condition for i in items):
         group = [i for i in items if i.condition == condition]
         dialogues = kind.dialogues(group)[condition]
-        if question == "lambda":
-            grid = tuple(float(v) for v in np.linspace(0.05, 2.0, 40))
-            _, values = per_dialogue_metrics(dialogues, ScoreSettings(grid, tuple(f"{v:g}" for v in grid)))
-            score = adaptive.lambda_scores(np.column_stack([values[f"fga_{v:g}"] for v in grid]))
-        else:
-            _, values = per_dialogue_metrics(dialogues, ScoreSettings((lam,), (f"{lam:g}",)))
-            score = adaptive.comparison_scores(values[f"fga_{lam:g}"], values["jga"])
-        score = np.where(np.isfinite(score), score, np.nanmean(score) if np.isfinite(score).any() else 1.0)
+        _, values = per_dialogue_metrics(dialogues, ScoreSettings(grid, tuple(f"{v:g}" for v in grid)))
+        score = adaptive.question_scores(question, values, lam)
         scores.update({item.id: float(s) for item, s in zip(group, score, strict=True)})
     return scores
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What choosing a design drew: the policy, the study's items and how many of them will be judged;
+    an adaptive design also says how many dialogues it expects to judge.  ``as_json`` is what
+    ``python -m annotate study design --policy ... --json`` prints."""
+
+    policy: str
+    items: int
+    included: int
+    expected_dialogues: float | None = None  # adaptive only
+
+    def as_json(self) -> dict:
+        """The fields as a dict, ``expected_dialogues`` only when there is one (as before the type)."""
+        return {k: v for k, v in asdict(self).items() if k != "expected_dialogues" or v is not None}
 
 
 def set_allocation(
@@ -83,11 +100,9 @@ def set_allocation(
     target_width: float | None = None,
     max_k: int | None = None,
     lam: float = 0.5,
-) -> dict:
-    """Choose the study's design (before any vote); returns what was drawn: {policy, items, included,
-    expected_judgements}.  The study's row is locked (and read again) here, as every settings write does."""
-    from annotate.membership import record
-
+) -> Drawn:
+    """Choose the study's design (before any vote); returns what was drawn.  The study's row is locked
+    (and read again) here, as every settings write does."""
     study = lock_study(session, study.id)
 
     if policy not in adaptive.POLICIES:
@@ -108,27 +123,25 @@ def set_allocation(
     if max_k is not None and max_k < study.overlap:
         raise StudyError(f"max k ({max_k}) is below the overlap ({study.overlap})")
     items = list(session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id)))
-    drawn = {"policy": policy, "items": len(items), "included": len(items)}
+    drawn = Drawn(policy, len(items), len(items))
     if policy == "adaptive":
         if study.kind != "satisfaction":
             raise StudyError("adaptive allocation chooses dialogues by their metric scores: satisfaction studies only")
         if budget is None:
             raise StudyError("an adaptive study needs a budget (judgements): it sets how many dialogues are drawn")
         scores = _scores(study, items, question, lam)
-        rng = np.random.default_rng([int(study.settings.get("seed", 0)), 17])
         conditions = list(dict.fromkeys(i.condition for i in items))
+        groups = [[i for i in items if i.condition == condition] for condition in conditions]
         # planned votes per dialogue: max k when split dialogues may get more (the draw then fits the
         # budget even if every dialogue needs max k), else the overlap
         per_condition = budget / (max_k or study.overlap) / len(conditions)
+        taken = adaptive.draw([[scores[i.id] for i in group] for group in groups], per_condition, study.settings.get("seed", 0))
         included = 0
-        for condition in conditions:
-            group = [i for i in items if i.condition == condition]
-            pi = adaptive.inclusion_probabilities(np.array([scores[i.id] for i in group]), expected=per_condition)
-            take = adaptive.poisson_sample(pi, rng)
+        for group, (pi, take) in zip(groups, taken, strict=True):
             for item, p, t in zip(group, pi, take, strict=True):
                 item.pi, item.included = float(p), bool(t)
             included += int(take.sum())
-        drawn.update(included=included, expected_dialogues=round(per_condition * len(conditions), 1))
+        drawn = Drawn(policy, len(items), included, round(per_condition * len(conditions), 1))
     else:
         session.execute(update(Item).where(Item.study_id == study.id).values(pi=None, included=True))
     chosen = {
@@ -147,7 +160,7 @@ def set_allocation(
         by,
         "allocation",
         _describe(old),
-        _describe(chosen) + f"; {drawn['included']} of {drawn['items']} items judged",
+        _describe(chosen) + f"; {drawn.included} of {drawn.items} items judged",
     )
     return drawn
 
@@ -179,12 +192,12 @@ def before_judgement(session: Session, study_id: int, item_id: int) -> None:
         session.execute(select(Item.id).where(Item.id == item_id).with_for_update())
 
 
-def after_judgement(session: Session, study_id: int, item_id: int) -> None:
+def after_judgement(session: Session, study_id: int, item_id: int) -> bool:
     """In the judgement's transaction: a split dialogue of an adaptive study with ``max_k`` gets one
-    more place; a study whose budget is spent closes."""
+    more place; a study whose budget is spent closes.  True when this judgement closed the study."""
     design = design_of(study_row(session, study_id).settings)
     if design["policy"] == "uniform" and design["budget"] is None:
-        return
+        return False
     study = session.get(Study, study_id)
     if _grows(design, study.overlap):  # the item was locked by before_judgement
         item = session.get(Item, item_id)
@@ -200,90 +213,24 @@ def after_judgement(session: Session, study_id: int, item_id: int) -> None:
                 session.execute(update(Item).where(Item.id == item_id).values(extra_capacity=Item.extra_capacity + 1))
     if design["budget"] is not None and not study.archived and judgements_done(session, study_id) >= design["budget"]:
         close(session, study, "budget spent")
+        return True
+    return False
 
 
 def close(session: Session, study: Study, why: str) -> None:
     """The study stops taking judgements (archived, places given back), recorded with the reason."""
-    from annotate.membership import record
-
     record(session, study.id, "allocation", "archived", str(study.archived), f"True ({why})")
     study.archived = True
     release_study(session, study.id)
 
 
-def close_when_reached(session: Session, study: Study, report: dict) -> bool:
-    """Close the study (locked by the caller) if ``report`` (:func:`status`) says its target width is
-    reached and it is still open: True when closed now."""
-    if not report["reached"] or study.archived:
+def close_when_reached(session: Session, study: Study, reached: bool, target_width: float | None) -> bool:
+    """Close the study (locked by the caller) if its target interval width is ``reached`` (as
+    ``annotate.reports.allocation_status`` found) and it is still open: True when closed now."""
+    if not reached or study.archived:
         return False
-    close(session, study, f"target interval width {report['target_width']:g} reached")
-    report["closed"] = True
+    close(session, study, f"target interval width {target_width:g} reached")
     return True
-
-
-def status(session: Session, study: Study, data=None, *, analysis: dict | None = None) -> dict:
-    """The design, the judgements spent, the current interval of the main question and its width, the
-    judgements projected to reach ``target_width``.
-
-    The interval is the one the Analysis page shows (issue 24: one computation): ``analysis`` is the
-    study's analysis with its stored settings (``annotate.study_data.stored_settings``; the app passes
-    its cached one); without it, it is computed here from ``data`` (the study's ``StudyData``) with
-    those settings, as the command line does."""
-    design = design_of(study.settings)
-    spent = judgements_done(session, study.id)
-    result = {
-        **design,
-        "spent": spent,
-        "closed": bool(study.archived),
-        "width": None,
-        "estimate": None,
-        "ci": None,
-        "projected": None,
-        "reached": False,
-    }
-    if study.kind != "satisfaction":
-        return result
-    if analysis is None:
-        from annotate.study_data import stored_settings
-
-        analysis = data.analyser(stored_settings(study.settings))
-    found = main_question(design, analysis)
-    if found is not None:
-        estimate, (low, high) = found
-        result.update(estimate=estimate, ci=[low, high], width=high - low)
-    result["projected"] = adaptive.projected_judgements(spent, result["width"], design["target_width"])
-    result["reached"] = bool(design["target_width"] and result["width"] is not None and result["width"] <= design["target_width"])
-    return result
-
-
-def main_question(design: dict, analysis: dict) -> tuple[float, tuple[float, float]] | None:
-    """The study's main question in its analysis, as the Analysis page shows it: (estimate, (low,
-    high)), None until there is a closed interval.  An adaptive study: the 1/π-weighted estimates of
-    the design table (r(FGA) - r(JGA) with its bootstrap interval, or λ*); a uniform one: the
-    difference between metrics (Zou's interval) or the λ calibration (bootstrap interval of λ*)."""
-    label = f"fga_{float(design['lambda']):g}"
-    weighted = analysis.get("design") or {}
-    if weighted.get("design") == "adaptive":
-        if design["question"] == "lambda":
-            found = weighted.get("lambda") or {}
-            return _closed(found.get("lambda_star"), found.get("ci"))
-        pairs = weighted.get("differences") or []
-    elif design["question"] == "lambda":
-        found = analysis.get("calibration") or {}
-        return _closed(found.get("best_lambda"), found.get("ci_lambda"))
-    else:
-        pairs = (analysis.get("correlation") or {}).get("williams") or []
-    pair = next((d for d in pairs if {d["a"], d["b"]} == {label, "jga"}), None)
-    if pair is None or pair.get("diff") is None or not pair.get("diff_ci"):
-        return None
-    sign = 1 if pair["a"] == label else -1  # said as r(FGA) - r(JGA), whichever order it was computed in
-    return _closed(sign * pair["diff"], sorted(sign * v for v in pair["diff_ci"]))
-
-
-def _closed(estimate, ci) -> tuple[float, tuple[float, float]] | None:
-    if estimate is None or not ci or any(v is None for v in ci):
-        return None
-    return float(estimate), (float(ci[0]), float(ci[1]))
 
 
 def judgements_total(design: dict, needed: int) -> int:
@@ -292,35 +239,3 @@ def judgements_total(design: dict, needed: int) -> int:
     spent (issue 24: the Progress page, the Analysis page and the annotator's progress line)."""
     budget = design.get("budget")
     return min(int(budget), int(needed)) if budget else int(needed)
-
-
-def allocation_line(status: dict) -> str:
-    """One line for people: the design, what was spent, where the main question stands.
-
-    >>> line = allocation_line({"policy": "adaptive", "question": "fga_vs_jga", "budget": 300, "spent": 120,
-    ...                         "estimate": 0.12, "ci": [0.02, 0.22], "width": 0.2, "target_width": 0.1, "projected": 480})
-    >>> for part in line.split("; "): print(part)
-    Design: adaptive, question r(FGA) - r(JGA)
-    120 of 300 judgements spent
-    now 0.120 [0.020, 0.220], width 0.200
-    target width 0.1: about 480 judgements in all
-    """
-    parts = [f"Design: {status['policy']}, question {QUESTIONS[status['question']]}"]
-    budget = f" of {status['budget']}" if status.get("budget") else ""
-    parts.append(f"{status['spent']}{budget} judgements spent")
-    if status.get("width") is not None:
-        # 3 decimals, as every r and interval in the app, the report and the command line (metrics.present)
-        parts.append(
-            f"now {present.number(status['estimate'])} {present.interval(status['ci'])}, width {present.number(status['width'])}"
-        )
-    else:
-        parts.append("no interval yet (votes on at least 3 dialogues needed)")
-    if status.get("target_width"):
-        projected = status.get("projected")
-        parts.append(
-            f"target width {status['target_width']:g}: "
-            + (f"about {projected} judgements in all" if projected else "projection after the first interval")
-        )
-    if status.get("closed"):
-        parts.append("the study is closed")
-    return "; ".join(parts)

@@ -1,13 +1,15 @@
-"""Who judges what next.
+"""Who judges what next: choosing, claiming and releasing places on items.
 
 Each item goes to ``overlap`` (k) distinct annotators (+ what an admin re-opened).
-``next_item`` picks, among items the annotator has not had and that still have room:
+``claim_next`` picks, among items the annotator has not had and that still have room:
 least-annotated first; then the condition this annotator has seen least (conditions
 balanced); then a per-annotator shuffled order that is seeded and reproducible
-(sha256 of study seed, annotator name and item key), among the ``WINDOW`` least-held open
-items of each condition (ties in the count broken by the item's position).  An assignment left active past
-the study's timeout is reclaimed: its place goes to someone else.  An item never gets
-more than k holders (annotators who finished it or hold it unexpired).
+(sha256 of study seed, annotator name, item key and condition: ``_ranks``), among the ``WINDOW``
+least-held open items of each condition (ties in the count broken by the item's position).  An
+assignment left active past the study's timeout is reclaimed: its place goes to someone else.  An
+item never gets more than k holders (annotators who finished it or hold it unexpired).
+
+What the places add up to (a study's progress) is ``annotate.reports``'s.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ from typing import NamedTuple
 from sqlalchemy import Text, and_, bindparam, func, or_, select, true, type_coerce, update
 from sqlalchemy.orm import Session
 
-from annotate import crowd
-from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, VoteEvent, utcnow
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, utcnow
 from annotate.store.prepared import Prepared
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
@@ -36,19 +37,15 @@ def holding(study: Study, now: datetime):
     return or_(Assignment.status == DONE, and_(Assignment.status == ACTIVE, Assignment.assigned_at >= cutoff(study, now)))
 
 
-def shuffle_rank(study: Study, annotator: Annotator, item_key: str, condition: str) -> str:
-    seed = study.settings.get("seed", 0)
-    return hashlib.sha256(f"{seed}\x1f{annotator.name}\x1f{item_key}\x1f{condition}".encode()).hexdigest()
-
-
 _RANKS: dict[tuple, dict[tuple[str, str], bytes]] = {}  # (seed, annotator) -> (key, condition) -> digest
 _RANKS_KEPT = 200_000  # digests remembered in all (some tens of MB); past that the memory starts again
 
 
 def _ranks(study, annotator: Annotator, rows) -> dict[tuple[str, str], bytes]:
-    """``shuffle_rank`` of every (key, condition) in ``rows`` (``(id, key, condition, ...)``), ordering
-    alike (the digest's bytes), in a dict that also holds those ranked before for this annotator: the
-    least-held window an annotator is offered moves slowly, so most of it was ranked last time."""
+    """The shuffled rank of every (key, condition) in ``rows`` (``(id, key, condition, ...)``): the
+    sha256 digest of ``seed \x1f annotator \x1f key \x1f condition``, in a dict that also holds those
+    ranked before for this annotator: the least-held window an annotator is offered moves slowly, so
+    most of it was ranked last time."""
     seed = study.settings.get("seed", 0)
     if sum(map(len, list(_RANKS.values()))) > _RANKS_KEPT:
         _RANKS.clear()
@@ -236,13 +233,6 @@ def reclaim_expired_item(session: Session, study, item_id: int, now: datetime) -
     return _release_rows(session, (Assignment.item_id == item_id, Assignment.assigned_at < cutoff(study, now)))
 
 
-def next_item(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> Item | None:
-    """The item this annotator should judge next (claimed for them, loaded), or None when done
-    (:func:`claim_next`, then the item read)."""
-    item_id = claim_next(session, study_id, annotator, now)
-    return None if item_id is None else _loaded(session, item_id)
-
-
 def claim_next(session: Session, study_id: int, annotator: Annotator, now: datetime | None = None) -> int | None:
     """The id of the item this annotator should judge next, claimed for them; None when done.
 
@@ -292,13 +282,6 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
         if _take_place(session, study, annotator, item_id, now, wait=True):
             return item_id
     return None
-
-
-_ITEM = select(Item).where(Item.id == bindparam("item")).execution_options(populate_existing=True)
-
-
-def _loaded(session: Session, item_id: int) -> Item:
-    return session.scalars(_ITEM, {"item": item_id}).one()
 
 
 def _claim_first(session: Session, study, annotator: Annotator, item_ids: list[int], now: datetime) -> int | list[int]:
@@ -408,135 +391,3 @@ def reopen_items(session: Session, study: Study, key: str | None, condition: str
     for item_id in ids:
         reopen_item(session, item_id, extra)
     return len(ids)
-
-
-FAST_SECONDS = 2.0  # a median below this, or below a quarter of the study's median, is flagged
-FAST_SHARE = 0.25
-
-
-def _time_per_item(session: Session, study_id: int) -> dict[str, dict]:
-    """Each voter's median seconds on an item (the first vote event of each item: the time from the
-    item shown to the judgement) and ``fast``: implausibly quick judging, a median under 2 s or under a
-    quarter of the study's median."""
-    import statistics
-
-    first = (
-        select(func.min(VoteEvent.id))
-        .join(Item, Item.id == VoteEvent.item_id)
-        .where(Item.study_id == study_id)
-        .group_by(VoteEvent.item_id, VoteEvent.annotator_id)
-    )
-    rows = session.execute(
-        select(Annotator.name, VoteEvent.seconds)
-        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
-        .where(VoteEvent.id.in_(first), VoteEvent.seconds.is_not(None))
-    ).all()
-    seconds: dict[str, list[float]] = {}
-    for name, value in rows:
-        seconds.setdefault(name, []).append(float(value))
-    overall = statistics.median([s for values in seconds.values() for s in values]) if seconds else None
-    timing = {}
-    for name, values in sorted(seconds.items()):
-        median = statistics.median(values)
-        fast = median < FAST_SECONDS or (overall is not None and median < FAST_SHARE * overall)
-        timing[name] = {"median_seconds": round(median, 1), "fast": fast}
-    return timing
-
-
-def attention_checks(session: Session, study_id: int) -> dict[str, dict[str, int]]:
-    """Each voter's attention checks: current answers to gold questions (``checked``) and how many
-    differ from the gold answer (``failed``)."""
-    gold_items = dict(session.execute(select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None))).all())
-    if not gold_items:
-        return {}
-    latest = (
-        select(func.max(VoteEvent.id))
-        .where(VoteEvent.item_id.in_(list(gold_items)))
-        .group_by(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.question)
-    )
-    checks: dict[str, dict[str, int]] = {}
-    for name, item_id, question, value in session.execute(
-        select(Annotator.name, VoteEvent.item_id, VoteEvent.question, VoteEvent.value)
-        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
-        .where(VoteEvent.id.in_(latest))
-    ):
-        expected = (gold_items[item_id] or {}).get(question)
-        if expected is not None:
-            counts = checks.setdefault(name, {"checked": 0, "failed": 0})
-            counts["checked"] += 1
-            counts["failed"] += value != expected
-    return dict(sorted(checks.items()))
-
-
-def progress(session: Session, study_id: int, now: datetime | None = None) -> dict:
-    """Items, finished judgements, and per-annotator and per-item counts.
-
-    ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
-    ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or not
-    (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
-    seconds per item and ``fast`` (see :func:`_time_per_item`); ``attention`` each voter's attention
-    checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.crowd.workers``).
-    """
-    now = now or utcnow()
-    study = session.get(Study, study_id)
-    every = session.execute(
-        select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included).where(Item.study_id == study_id)
-    ).all()
-    items = [row[:4] for row in every if row[4]]  # an adaptive design's left-out items are not to be judged
-    done = session.execute(
-        select(Assignment.item_id, Annotator.name)
-        .join(Annotator, Annotator.id == Assignment.annotator_id)
-        .where(Assignment.study_id == study_id, Assignment.status == DONE)
-    ).all()
-    active = session.execute(
-        select(Assignment.item_id, Annotator.name)
-        .join(Annotator, Annotator.id == Assignment.annotator_id)
-        .where(Assignment.study_id == study_id, Assignment.status == ACTIVE, Assignment.assigned_at >= cutoff(study, now))
-    ).all()
-    voters = set(
-        session.scalars(
-            select(Annotator.name)
-            .join(VoteEvent, VoteEvent.annotator_id == Annotator.id)
-            .join(Item, Item.id == VoteEvent.item_id)
-            .where(Item.study_id == study_id)
-            .distinct()
-        )
-    )
-    per_item_done: dict[int, int] = {}
-    per_annotator: dict[str, dict[str, int]] = {name: {"done": 0, "active": 0} for name in voters}
-    held: dict[str, int] = {}
-    for item_id, name in done:
-        per_item_done[item_id] = per_item_done.get(item_id, 0) + 1
-        per_annotator.setdefault(name, {"done": 0, "active": 0})["done"] += 1
-    for _item_id, name in active:
-        held[name] = held.get(name, 0) + 1
-        if name in per_annotator:
-            per_annotator[name]["active"] += 1
-    needed = sum(study.overlap + extra for _, _, _, extra in items)
-    finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
-    n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
-    # Crowd workers are shown as <platform>:<worker id> (annotate.crowd), here as in the exports.
-    shown = crowd.display_names(session, study_id)
-    rename = lambda counts: {shown.get(name, name): value for name, value in counts.items()}  # noqa: E731
-    attention = rename(attention_checks(session, study_id))
-    return {
-        "study": study.name,
-        "kind": study.kind,
-        "overlap": study.overlap,
-        "items": len(items),
-        "items_left_out": len(every) - len(items),
-        "judgements_done": finished,
-        "judgements_needed": needed,
-        "fraction_done": finished / needed if needed else 1.0,
-        "items_complete": sum(1 for i, _, _, extra in items if per_item_done.get(i, 0) >= study.overlap + extra),
-        "vote_events": int(n_votes or 0),
-        "annotators": dict(sorted(rename(per_annotator).items())),
-        "held": dict(sorted(rename(held).items())),
-        "time_per_item": rename(_time_per_item(session, study_id)),
-        "attention": attention,
-        "workers": crowd.workers(session, study_id, attention),
-        "per_item": [
-            {"key": key, "condition": condition, "done": per_item_done.get(i, 0), "needed": study.overlap + extra}
-            for i, key, condition, extra in items
-        ],
-    }

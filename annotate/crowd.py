@@ -51,6 +51,7 @@ import math
 import os
 import re
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -245,7 +246,21 @@ def join(session: Session, params, *, client: str = "", now: datetime | None = N
     return annotator
 
 
-def join_stats(session: Session, study: Study, now: datetime | None = None) -> dict:
+@dataclass(frozen=True)
+class JoinStats:
+    """How fast workers join a study's link (the admin's view, Studies → Change a study → Crowd workers)."""
+
+    joined: int  # workers who joined, ever
+    places: int  # how many the link may make (:func:`places`)
+    places_default: bool  # the places are the study's need, not the admin's number
+    last_minute: int
+    last_10_minutes: int
+    last_hour: int
+    per_minute: float  # mean joins per minute over the last 10 minutes
+    per_minute_series: list[int]  # the joins of each of the last 10 minutes, oldest first
+
+
+def join_stats(session: Session, study: Study, now: datetime | None = None) -> JoinStats:
     """For the admin: workers joined and places; joins in the last minute, 10 minutes and hour; the
     mean joins per minute over the last 10 minutes, and the joins of each of those minutes (oldest first)."""
     now = now or utcnow()
@@ -254,16 +269,16 @@ def join_stats(session: Session, study: Study, now: datetime | None = None) -> d
     within = lambda seconds: sum(1 for t in times if t > now - timedelta(seconds=seconds))  # noqa: E731
     series = [sum(1 for t in times if now - timedelta(minutes=m + 1) < t <= now - timedelta(minutes=m)) for m in range(10)]
     total = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
-    return {
-        "joined": int(total or 0),
-        "places": places(session, study),
-        "places_default": not settings_of(study)["places"],
-        "last_minute": within(60),
-        "last_10_minutes": within(600),
-        "last_hour": len(times),
-        "per_minute": within(600) / 10,
-        "per_minute_series": series[::-1],
-    }
+    return JoinStats(
+        joined=int(total or 0),
+        places=places(session, study),
+        places_default=not settings_of(study)["places"],
+        last_minute=within(60),
+        last_10_minutes=within(600),
+        last_hour=len(times),
+        per_minute=within(600) / 10,
+        per_minute_series=series[::-1],
+    )
 
 
 def worker_row(session: Session, annotator: Annotator) -> CrowdWorker | None:
@@ -335,9 +350,25 @@ def display_names(session: Session, study_id: int) -> dict[str, str]:
     return {name: f"{platform}:{worker_id}" for name, platform, worker_id in rows}
 
 
-def workers(session: Session, study_id: int, attention: dict[str, dict]) -> list[dict]:
+@dataclass(frozen=True)
+class Worker:
+    """A crowd worker of a study, as the Progress page lists them (one table row, these columns)."""
+
+    platform: str
+    worker_id: str
+    platform_study: str
+    platform_session: str
+    joined: str  # ISO time, to the second
+    done: int  # judgements finished
+    finished: bool  # shown the completion code (or reached the quota)
+    gold_checked: int  # attention checks answered
+    gold_failed: int  # ... and answered wrongly
+    flagged: bool  # any attention check failed
+
+
+def workers(session: Session, study_id: int, attention: dict) -> list[Worker]:
     """The study's workers for the Progress page, with their attention checks (``attention``: display
-    name -> checked, failed) and ``flagged`` when any check failed."""
+    name -> ``annotate.reports.AttentionChecks``) and ``flagged`` when any check failed."""
     quota = settings_of(session.get(Study, study_id))["quota"]
     rows = session.execute(
         select(CrowdWorker, Annotator)
@@ -348,19 +379,20 @@ def workers(session: Session, study_id: int, attention: dict[str, dict]) -> list
     report = []
     for row, annotator in rows:
         done = done_count(session, annotator, study_id)
-        checks = attention.get(f"{row.platform}:{row.worker_id}", {"checked": 0, "failed": 0})
+        checks = attention.get(f"{row.platform}:{row.worker_id}")
+        checked, failed = (checks.checked, checks.failed) if checks is not None else (0, 0)
         report.append(
-            {
-                "platform": row.platform,
-                "worker_id": row.worker_id,
-                "platform_study": row.platform_study,
-                "platform_session": row.platform_session,
-                "joined": row.joined_at.isoformat(timespec="seconds"),
-                "done": done,
-                "finished": row.completed_at is not None or (quota is not None and done >= quota),
-                "gold_checked": checks["checked"],
-                "gold_failed": checks["failed"],
-                "flagged": checks["failed"] > 0,
-            }
+            Worker(
+                platform=row.platform,
+                worker_id=row.worker_id,
+                platform_study=row.platform_study,
+                platform_session=row.platform_session,
+                joined=row.joined_at.isoformat(timespec="seconds"),
+                done=done,
+                finished=row.completed_at is not None or (quota is not None and done >= quota),
+                gold_checked=checked,
+                gold_failed=failed,
+                flagged=failed > 0,
+            )
         )
     return report

@@ -55,13 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from sqlalchemy import select
-
-    from annotate import assignment, membership
-    from annotate.store.db import database_url, make_engine, read_session, upgrade, write_session
-    from annotate.store.models import Study
-    from annotate.study_data import load_study
-    from exports.formats import FORMATS, write
+    from annotate import service
+    from annotate.store.db import database_url, make_engine, upgrade
+    from exports.formats import FORMATS
     from metrics.analysis import AnalysisSettings
     from metrics.calibrate import parse_grid
     from metrics.corpus import parse_lambdas
@@ -90,19 +86,15 @@ def run(args) -> int:
     engine = make_engine(database_url(args.db))
     upgrade(engine)
     try:  # the engine is this run's: its connections are closed when it ends
-        with read_session(engine) as session:  # the newest vote the export holds (read before the votes)
-            study_id = session.scalar(select(Study.id).where(Study.name == args.study))
-            through = membership.last_vote(session, study_id) if study_id is not None else 0
-        data = load_study(engine, args.study, history=args.history)
-        files = write(data, args.fmt, settings, history=args.history, condition=args.condition)
+        export = service.export_files(
+            engine, service.CLI, args.study, args.fmt, settings, history=args.history, condition=args.condition
+        )
+        files = export.files
         fmt = FORMATS[args.fmt]
 
-        def written() -> int:  # a votes export, once written, counts for a later delete (annotate.membership)
+        def written() -> int:  # a votes export, once written, counts for a later delete (annotate.studies)
             if args.fmt.startswith("votes-"):
-                with write_session(engine) as session:
-                    # the study row locked and read under the lock: nothing read before is written back
-                    study = assignment.lock_study(session, study_id)
-                    membership.record_export(session, study, membership.CLI, args.fmt, through)
+                service.record_export(engine, service.CLI, export.study_id, args.fmt, export.through)
             return 0
 
         if fmt.multi_file:

@@ -29,8 +29,8 @@ from datetime import datetime
 from sqlalchemy import Engine
 
 from annotate import service
-from annotate.auth import PermissionDenied
-from annotate.kinds.base import ANSWER_KEYS
+from annotate.auth import PermissionDenied, StudyClosed
+from annotate.loop import NotLoggedIn, Screen
 from annotate.store.db import unreachable
 from annotate.store.models import Annotator, Item, utcnow
 from annotate.votes import Reassigned
@@ -53,24 +53,48 @@ class Outcome:
     stored: bool
     message: str = ""
     detail: str = ""
+    screen: Screen | None = None  # the screen to show next (a stored answer)
+
+
+def _handed(state: MutableMapping, study_id: int) -> Screen | None:
+    """The screen the tab's last write returned, once: the run after a vote shows it without reading."""
+    return state.pop(f"handed-{study_id}", None)
+
+
+def _remember(state: MutableMapping, study_id: int, screen: Screen) -> Screen:
+    """The item of a screen a write returned becomes the tab's screen (unless the tab is reviewing)."""
+    if screen.item is not None and state.get(review_key(study_id)) is None:
+        state[screen_key(study_id)] = screen.item.id
+    state[f"handed-{study_id}"] = screen
+    return screen
+
+
+def current(engine: Engine, user: Annotator | None, study_id: int, state: MutableMapping, *, token: str | None = None) -> Screen:
+    """The screen this tab shows in this run: of the item under review, else of the item already on its
+    screen, else of the annotator's next item (claimed), which becomes the screen.  A run right after
+    this tab's vote or skip shows the screen that write returned (no read); any other run reads once."""
+    review = state.get(review_key(study_id))
+    shown_id = review if review is not None else state.get(screen_key(study_id))
+    handed = _handed(state, study_id)
+    if handed is not None and (handed.item.id == shown_id if handed.item is not None else shown_id is None):
+        return handed
+    if shown_id is not None:
+        try:
+            return service.screen(engine, user, study_id, shown_id, token=token)
+        except PermissionDenied as err:  # no longer theirs to see (removed from the study): start afresh
+            if isinstance(err, (StudyClosed, NotLoggedIn)):
+                raise
+            state.pop(review_key(study_id), None)
+            state.pop(screen_key(study_id), None)
+    screen = service.claim_screen(engine, user, study_id, token=token)
+    if screen.item is not None:
+        state[screen_key(study_id)] = screen.item.id
+    return screen
 
 
 def shown(engine: Engine, user: Annotator, study_id: int, state: MutableMapping) -> Item | None:
-    """The item this tab shows in this run: the item under review, else the item already on its
-    screen, else the annotator's next item (claimed), which becomes the screen.  None: nothing left."""
-    review = state.get(review_key(study_id))
-    if review is not None:
-        return service.item_for(engine, user, review)
-    remembered = state.get(screen_key(study_id))
-    if remembered is not None:
-        try:
-            return service.item_for(engine, user, remembered)
-        except PermissionDenied:  # no longer theirs to see (removed from the study): start afresh
-            state.pop(screen_key(study_id), None)
-    item = service.next_item(engine, user, study_id)
-    if item is not None:
-        state[screen_key(study_id)] = item.id
-    return item
+    """The item this tab shows in this run (:func:`current`'s item).  None: nothing left."""
+    return current(engine, user, study_id, state).item
 
 
 def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> None:
@@ -81,11 +105,12 @@ def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> N
         state.pop(screen_key(study_id), None)
     if item_id is not None:
         state.pop(f"shown-{item_id}", None)
+        state.pop(f"view-{item_id}", None)  # the page's rendered view of the item (annotate.pages.views)
 
 
 def vote(
     engine: Engine,
-    user: Annotator,
+    user: Annotator | None,
     study_id: int,
     state: MutableMapping,
     item_id: int,
@@ -94,14 +119,20 @@ def vote(
     done: bool,
     comment: str = "",
     seconds: float | None = None,
+    token: str | None = None,
 ) -> Outcome:
     """Store the tab's answers on ``item_id`` (the item it showed), or refuse them.  ``done``: the
-    judgement is complete and the tab moves on.  Refusals other than a reassigned item
+    judgement is complete and the tab moves on.  One write transaction stores the answers and returns
+    the next screen (``Outcome.screen``; the next run shows it).  Refusals other than a reassigned item
     (``PermissionDenied``, ``ValueError``) propagate for the page to show."""
     state.pop(PRESSED, None)
     state[PENDING] = Pending(study_id, item_id, dict(answers), utcnow(), done)
+    reviewing = state.get(review_key(study_id)) == item_id
+    then = state.get(screen_key(study_id)) if reviewing else None
     try:
-        service.submit(engine, user, item_id, answers, comment=comment, seconds=seconds)
+        screen = service.answer(
+            engine, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
+        )
     except Reassigned as err:
         state.pop(PENDING, None)
         leave(state, study_id, item_id)
@@ -109,12 +140,16 @@ def vote(
     except Exception as err:
         if not unreachable(err):  # refused: nothing pending
             state.pop(PENDING, None)
-        raise  # unreachable: the answer stays pending until the database can tell (settle)
+        elif getattr(err, "answer_not_sent", False):  # the database could not be reached before it was sent
+            state.pop(PENDING, None)
+            state[PRESSED] = item_id
+        raise  # sent, not acknowledged: pending until the database can tell (settle)
     state.pop(PENDING, None)
     state[LAST_SAVED] = item_id
     if done:
         leave(state, study_id, item_id)
-    return Outcome(True)
+    _remember(state, study_id, screen)
+    return Outcome(True, screen=screen)
 
 
 # --- when the database goes away -------------------------------------------------------------
@@ -132,7 +167,7 @@ class Pending:
     done: bool = True  # the judgement was complete: once stored, the tab moves on
 
 
-PRESSED = "answer-pressed"  # an answer button was pressed in this run (the item id): not yet sent
+PRESSED = "answer-pressed"  # an answer was pressed but could not be sent (the item id)
 
 
 OUTAGE = "database-outage-seen"  # this tab was told the database could not be reached
@@ -140,16 +175,6 @@ OUTAGE = "database-outage-seen"  # this tab was told the database could not be r
 
 def note_outage(state: MutableMapping) -> None:
     state[OUTAGE] = True
-
-
-def note_press(state: MutableMapping) -> None:
-    """Remember, before anything touches the database, that this run carries an answer button's press
-    (the buttons' keys are known from ``ItemContext.key``): if the database cannot be reached before the
-    answer is sent, the tab can say that answer was not saved."""
-    known = state.pop(ANSWER_KEYS, None) or {}  # the run draws its buttons again
-    pressed = [item_id for key, item_id in known.items() if state.get(key) is True]
-    if pressed:
-        state[PRESSED] = pressed[0]
 
 
 def last_answer(state: MutableMapping) -> str:
@@ -182,6 +207,8 @@ def settle(engine: Engine, user: Annotator, state: MutableMapping) -> Outcome | 
     return Outcome(False, "The database is back. Your last answer was not saved: please answer this item again.")
 
 
-def skip(engine: Engine, user: Annotator, study_id: int, state: MutableMapping, item_id: int) -> None:
-    service.skip(engine, user, item_id)
+def skip(engine: Engine, user: Annotator | None, study_id: int, state: MutableMapping, item_id: int, *, token=None) -> Screen:
+    """Pass on the item; the next item is claimed in the same write and shown by the next run."""
+    screen = service.skip_to_next(engine, user, study_id, item_id, token=token)
     leave(state, study_id, item_id)
+    return _remember(state, study_id, screen)

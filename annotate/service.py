@@ -1,20 +1,25 @@
-"""What the pages may do, with the permission check on the server side of every action.
+"""The one door to the store: every action of the pages, of both CLIs (``python -m annotate``,
+``python -m exports``) and of scripts, with the permission check on the server side of every action.
 
-Pages call only these functions.  Each takes the acting annotator (``user``) as the
-login established it; admin actions refuse non-admins, and an annotator can only see
-items they were given and only read or change their own votes.
+Each function takes the actor: an annotator (``user``) as the login established it, or the command
+line's actor (an admin, recorded as ``cli`` in a study's change log).  Admin actions refuse
+non-admins; an annotator can only see items they were given and only read or change their own votes.
+The pages call nothing else that reads or writes the store: logins (:func:`log_in`, :func:`log_out`,
+:func:`session_user`), the demo (:func:`ensure_demo`) and the annotator's loop (:func:`screen`,
+:func:`answer`, ... through ``annotate.screen``, the tab logic) are here too; what pages import
+besides is constants and pure functions (a kind's item view, a report's prose, the proxy rules).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, func, select, true
+from sqlalchemy import Engine, func, select
 
-from annotate import allocation, assignment, crowd, membership, votes
+from annotate import allocation, assignment, crowd, demo, loop, membership, reports, sessions, studies, votes
 from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
 from annotate.store.db import read_session, write_session
-from annotate.store.models import WORKER, Annotator, Assignment, Item, Study
+from annotate.store.models import WORKER, Annotator, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from annotate.uploads import safe_name, unpacked
 from metrics.analysis import AnalysisSettings
@@ -44,35 +49,80 @@ def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySum
         ]
 
 
-# --- annotators ---------------------------------------------------------------------------
+# --- logins and the demo ---------------------------------------------------------------------
+
+log_in = sessions.log_in  # name, password, client, device cookie -> (annotator, session token); throttled
+log_out = sessions.log_out  # ends a session token
+session_user = sessions.session_user  # the annotator of a live session token, or None
+ensure_demo = demo.ensure_demo  # the demo studies and accounts, made once on an empty database
+
+
+# --- annotators: the loop in one read and one write (annotate.loop) --------------------------
+
+
+def screen(engine: Engine, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None) -> loop.Screen:
+    """The screen of an item on the annotator's screen (or under review): one read transaction."""
+    with read_session(engine) as session:
+        return loop.read_screen(session, user, study_id, item_id, token=token)
+
+
+def claim_screen(engine: Engine, user: Annotator | None, study_id: int, *, token: str | None = None) -> loop.Screen:
+    """The annotator's next item, claimed, and its screen: one write transaction."""
+    with write_session(engine) as session:
+        return loop.claim_screen(session, user, study_id, token=token)
+
+
+def answer(
+    engine: Engine,
+    user: Annotator | None,
+    study_id: int,
+    item_id: int,
+    answers: dict[str, str],
+    *,
+    done: bool,
+    comment: str = "",
+    seconds: float | None = None,
+    then: int | None = None,
+    token: str | None = None,
+) -> loop.Screen:
+    """One judgement, and the screen to show next (the next item claimed when ``done``; ``then``: an
+    item to show instead, the one a tab left for a review): one write transaction."""
+    if not answers:
+        raise StudyError("nothing to save")
+    with write_session(engine) as session:
+        return loop.answer(
+            session, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
+        )
+
+
+def skip_to_next(engine: Engine, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None) -> loop.Screen:
+    """Pass on an item and claim the next, with its screen: one write transaction."""
+    with write_session(engine) as session:
+        return loop.skip(session, user, study_id, item_id, token=token)
+
+
+def history(engine: Engine, user: Annotator, study_id: int) -> list[loop.Earlier]:
+    """The go-back list (read when it is opened): skipped items first (oldest skip first), then judged
+    ones (newest first), each with a line a person recognises."""
+    from annotate.kinds import KINDS
+
+    with read_session(engine) as session:
+        loop_access = loop.access(session, user, study_id)
+        return loop.history(session, user, study_id, KINDS[loop_access.kind].preview)
 
 
 def next_item(engine: Engine, user: Annotator, study_id: int) -> Item | None:
-    """The user's next item (claimed for them), or None: nothing left, or a crowd worker's quota reached.
-    The claim is the write transaction; the item (a whole dialogue) is read after it commits, so the
-    write lock is not held while it is decoded (issue 16)."""
-    with write_session(engine) as session:
-        membership.require_access(session, user, study_id)
-        if crowd.quota_reached(session, user, study_id):
-            return None
-        item_id = assignment.claim_next(session, study_id, user)
-    if item_id is None:
-        return None
-    with read_session(engine) as session:
-        return session.get(Item, item_id)
+    """The user's next item (claimed for them), or None: nothing left, or a crowd worker's quota reached."""
+    return claim_screen(engine, user, study_id).item
 
 
 def item_for(engine: Engine, user: Annotator, item_id: int) -> Item:
     """An item the user holds or held; anything else is refused."""
     with read_session(engine) as session:
-        mine = session.scalar(select(Assignment.id).where(Assignment.item_id == item_id, Assignment.annotator_id == user.id))
-        if mine is None and user.role != "admin":
-            raise PermissionDenied("this item is not assigned to you")
-        item = session.get(Item, item_id)
-        if item is None:
+        study_id = session.scalar(select(Item.study_id).where(Item.id == item_id))
+        if study_id is None:
             raise PermissionDenied("no such item")
-        membership.require_access(session, user, item.study_id)
-        return item
+        return loop.read_screen(session, user, study_id, item_id).item
 
 
 def item_audio(engine: Engine, user: Annotator, item_id: int) -> tuple[str, str, bytes] | None:
@@ -88,14 +138,14 @@ def item_audio(engine: Engine, user: Annotator, item_id: int) -> tuple[str, str,
 def submit(
     engine: Engine, user: Annotator, item_id: int, answers: dict[str, str], *, comment: str = "", seconds: float | None = None
 ) -> None:
-    """One judgement: the answers to an item's questions, in one transaction."""
+    """One judgement: the answers to an item's questions, in one transaction (the tab stays on it)."""
     if not answers:
         raise StudyError("nothing to save")
-    item = item_for(engine, user, item_id)
     with write_session(engine) as session:
-        allocation.before_judgement(session, item.study_id, item_id)
-        votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds)
-        allocation.after_judgement(session, item.study_id, item_id)
+        study_id = session.scalar(select(Item.study_id).where(Item.id == item_id))
+        if study_id is None:
+            raise PermissionDenied("no such item")
+        loop.answer(session, user, study_id, item_id, answers, done=False, comment=comment, seconds=seconds)
 
 
 def release_places(engine: Engine, user: Annotator, *, keep_study: int | None = None) -> int:
@@ -111,7 +161,12 @@ def skip(engine: Engine, user: Annotator, item_id: int) -> None:
 
 def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
     with read_session(engine) as session:
-        return {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
+        return loop.answers_of(session, user, item_id)[0]
+
+
+def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
+    with read_session(engine) as session:
+        return loop.answers_of(session, user, item_id)[1]
 
 
 def answers_since(engine: Engine, user: Annotator, item_id: int, since) -> dict[str, str]:
@@ -128,63 +183,22 @@ def answers_since(engine: Engine, user: Annotator, item_id: int, since) -> dict[
     return dict(rows)
 
 
-def my_comment(engine: Engine, user: Annotator, item_id: int) -> str:
-    with read_session(engine) as session:
-        events = votes.current_answers(session, user, item_id)
-        latest = max(events.values(), key=lambda e: e.id, default=None)
-        return latest.comment if latest else ""
-
-
 def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int, str, str]]:
     """(item id, a label without the condition, ``"skipped"`` or ``"judged"``) of the items this user
     skipped (oldest skip first) and then of those they judged (newest first)."""
-    with read_session(engine) as session:
-        skipped = [(item.id, item.key, "skipped") for item in votes.skipped_items(session, study_id, user)]
-        return skipped + [(item.id, item.key, "judged") for item in votes.judged_items(session, study_id, user)]
+    return [(e.item_id, e.key, e.state) for e in history(engine, user, study_id)]
 
 
-def history_labels(engine: Engine, user: Annotator, study_id: int, history: list[tuple[int, str, str]]) -> dict[int, str]:
+def history_labels(engine: Engine, user: Annotator, study_id: int, history_rows=None) -> dict[int, str]:
     """A line per item of :func:`my_history` that a person recognises: the key, a preview of the item
     (a dialogue's first user turn, the CoCo user turn, the SLU top hypothesis) and the current answer."""
-    from annotate.kinds import KINDS
-
-    labels = {}
-    with read_session(engine) as session:
-        kind = KINDS[session.get(Study, study_id).kind]
-        for position, (item_id, key, state) in enumerate(history):
-            item = session.get(Item, item_id)
-            preview = " ".join(kind.preview(item.payload).split())
-            preview = preview if len(preview) <= 70 else preview[:69] + "…"
-            answers = {q: e.value for q, e in votes.current_answers(session, user, item_id).items()}
-            binary = {q: v for q, v in answers.items() if v in ("0", "1")}
-            if state == "skipped":
-                answer = "(skipped)"
-            elif len(binary) <= 2:
-                answer = ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items())
-            else:
-                answer = f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"
-            labels[item_id] = f"{position + 1}. {key} — “{preview}” — {answer}"
-    return labels
+    return {e.item_id: e.label for e in history(engine, user, study_id)}
 
 
 def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
     with read_session(engine) as session:
-        study = session.get(Study, study_id)
-        done = session.scalar(
-            select(func.count())
-            .select_from(Assignment)
-            .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == "done")
-        )
-        # items to judge (an adaptive design leaves some out) and their extra places: from ix_items_capacity
-        total, extra = session.execute(
-            select(func.count(), func.sum(Item.extra_capacity)).where(Item.study_id == study_id, Item.included == true())
-        ).one()
-        judged = session.scalar(
-            select(func.count()).select_from(Assignment).where(Assignment.study_id == study_id, Assignment.status == "done")
-        )
-        # against the budget when the study has one (it closes once that is spent): issue 24
-        needed = allocation.judgements_total(allocation.design_of(study.settings), total * study.overlap + (extra or 0))
-    return {"mine": int(done or 0), "items": int(total), "study_fraction": min(1.0, (judged or 0) / needed) if needed else 1.0}
+        progress = loop.progress_of(session, user, study_id)
+    return {"mine": progress.mine, "items": progress.items, "study_fraction": progress.study_fraction}
 
 
 # --- crowd workers ------------------------------------------------------------------------
@@ -210,9 +224,15 @@ def join_crowd(engine: Engine, params, *, client: str = "", now=None) -> str:
 
 
 def crowd_status(engine: Engine, user: Annotator, *, out_of_items: bool = False) -> dict:
-    """A worker's count, quota and, once finished, completion code and redirect URL (crowd.status)."""
-    with write_session(engine) as session:
-        return crowd.status(session, user, out_of_items=out_of_items)
+    """A worker's count, quota and, once finished, completion code and redirect URL (crowd.status).
+    A read; only a finish not yet recorded (``completed_at``) is written, once."""
+    with read_session(engine) as session:
+        status = crowd.status(session, user, out_of_items=out_of_items)
+        unrecorded = bool(session.dirty)  # crowd.status stamped a finish on the worker's row: not stored yet
+    if unrecorded:
+        with write_session(engine) as session:
+            status = crowd.status(session, user, out_of_items=out_of_items)
+    return status
 
 
 def crowd_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
@@ -248,11 +268,11 @@ def set_crowd(
             places=places,
         )
         if before != after:
-            membership.record(session, study_id, user, "crowd", crowd.public(before), crowd.public(after))
+            studies.record(session, study_id, user, "crowd", crowd.public(before), crowd.public(after))
         return after
 
 
-def crowd_joins(engine: Engine, user: Annotator, study_id: int, *, now=None) -> dict:
+def crowd_joins(engine: Engine, user: Annotator, study_id: int, *, now=None) -> crowd.JoinStats:
     """Workers joined, places, and joins per minute (crowd.join_stats) for the admin."""
     require_admin(user)
     with read_session(engine) as session:
@@ -267,6 +287,21 @@ def crowd_link(engine: Engine, user: Annotator, study_id: int, base_url: str, pl
 
 
 # --- admins -------------------------------------------------------------------------------
+# The admin pages and both command lines (``python -m annotate``, ``python -m exports``) act through
+# these functions: each takes the acting admin, or :data:`CLI` for the command line.
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts without a login: the command line.  It has an admin's rights (the command lines run
+    with the database's own credentials) and is recorded by ``name`` in a study's change log."""
+
+    name: str
+    role: str = "admin"
+    id: int | None = None
+
+
+CLI = Actor(studies.CLI)  # the command lines' actor: "cli" in the change log, as ever
 
 
 def _loose_system_name(kind: str, files: list[tuple[str, bytes]]) -> str | None:
@@ -285,40 +320,66 @@ def _loose_system_name(kind: str, files: list[tuple[str, bytes]]) -> str | None:
     return (loose[0].split(".")[0] or None) if loose else None
 
 
+def find_study(engine: Engine, user: Annotator, name: str) -> int:
+    """The id of the study named ``name`` (the command lines name studies); StudyError if there is none."""
+    require_admin(user)
+    with read_session(engine) as session:
+        found = session.scalar(select(Study.id).where(Study.name == name))
+    if found is None:
+        raise StudyError(f"no study named {name!r}")
+    return found
+
+
+def create_study_from_files(engine: Engine, user: Annotator, name: str, kind: str, paths: list, **options) -> StudySummary:
+    """A study from data files (``python -m annotate study create``), in one transaction: all or
+    nothing.  ``options``: those of ``annotate.studies.create_study`` (overlap, condition, guideline,
+    sample, seed, gold_path, timeout_minutes).  The files are read before the write transaction, so
+    votes do not wait on parsing (issue 23, item 7)."""
+    require_admin(user)
+    drafts = studies.prepare_items(kind, paths, options.get("condition"), options.get("sample"), options.get("seed", 0))
+    with write_session(engine) as session:
+        study = create_study(session, name, kind, paths, drafts=drafts, **options)
+        return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+
+
 def create_study_from_uploads(
     engine: Engine, user: Annotator, name: str, kind: str, files: list[tuple[str, bytes]], **options
 ) -> StudySummary:
-    """The CLI's study creation, from uploaded files (.zip for folders); all or nothing.
+    """:func:`create_study_from_files` from uploaded files (.zip for folders); all or nothing.
 
     Error messages name the uploaded file, not the temporary folder it was unpacked to.
     """
     require_admin(user)
     if not files:
         raise StudyError("upload at least one file")
-    from annotate.studies import prepare_items
-
     options["condition"] = options.get("condition") or _loose_system_name(kind, files)
     with unpacked(files) as paths:
-        # read the files before the write transaction: votes do not wait on parsing (issue 23, item 7)
-        drafts = prepare_items(kind, paths, options.get("condition"), options.get("sample"), options.get("seed", 0))
-        with write_session(engine) as session:
-            study = create_study(session, name, kind, paths, drafts=drafts, **options)
-            return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+        return create_study_from_files(engine, user, name, kind, paths, **options)
 
 
-def list_annotators(engine: Engine, user: Annotator) -> list[dict]:
+@dataclass(frozen=True)
+class AnnotatorSummary:
+    name: str
+    role: str  # admin, annotator, or worker (a crowd worker)
+    login: bool  # has a password (crowd workers and imported voters have none)
+
+
+def list_annotators(engine: Engine, user: Annotator, *, workers: bool = False) -> list[AnnotatorSummary]:
+    """Everybody by name, crowd workers only with ``workers`` (the page lists them per study, on the
+    Progress page; ``python -m annotate annotator list`` lists them all)."""
     require_admin(user)
+    query = select(Annotator).order_by(Annotator.name)
+    if not workers:
+        query = query.where(Annotator.role != WORKER)
     with read_session(engine) as session:
-        return [
-            {"name": a.name, "role": a.role, "login": a.password_hash is not None}
-            for a in session.scalars(select(Annotator).where(Annotator.role != WORKER).order_by(Annotator.name))
-        ]  # crowd workers are listed per study, on the Progress page
+        return [AnnotatorSummary(a.name, a.role, a.password_hash is not None) for a in session.scalars(query)]
 
 
-def add_person(engine: Engine, user: Annotator, name: str, password: str, role: str = "annotator") -> None:
+def add_person(engine: Engine, user: Annotator, name: str, password: str | None, role: str = "annotator") -> AnnotatorSummary:
     require_admin(user)
     with write_session(engine) as session:
-        add_annotator(session, name, password, role)
+        person = add_annotator(session, name, password, role)
+        return AnnotatorSummary(person.name, person.role, person.password_hash is not None)
 
 
 def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
@@ -332,13 +393,13 @@ def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) ->
     if overlap < 1:
         raise StudyError("overlap must be at least 1")
     with write_session(engine) as session:
-        membership.change(session, assignment.lock_study(session, study_id), user, "overlap", overlap)
+        studies.change(session, assignment.lock_study(session, study_id), user, "overlap", overlap)
 
 
 def set_guideline(engine: Engine, user: Annotator, study_id: int, guideline: str) -> None:
     require_admin(user)
     with write_session(engine) as session:
-        membership.change(session, assignment.lock_study(session, study_id), user, "guideline", guideline)
+        studies.change(session, assignment.lock_study(session, study_id), user, "guideline", guideline)
 
 
 def set_allocation(
@@ -352,7 +413,7 @@ def set_allocation(
     target_width: float | None = None,
     max_k: int | None = None,
     lam: float = 0.5,
-) -> dict:
+) -> allocation.Drawn:
     """Choose how the study spends its judgements (``annotate.allocation``), before its first vote."""
     require_admin(user)
     with write_session(engine) as session:
@@ -368,30 +429,33 @@ def allocation_settings(engine: Engine, user: Annotator, study_id: int) -> dict:
         return allocation.design_of(session.get(Study, study_id).settings)
 
 
-def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progress=None) -> dict:
+def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progress=None) -> reports.AllocationStatus:
     """The design, judgements spent, the main question's current interval and width, the judgements
-    projected to reach the target; a study whose target width is reached is closed here (archived).
+    projected to reach the target; a study whose target width is reached is closed here (archived;
+    ``closed_now`` says so).
 
-    The interval is the Analysis page's own: the same cached analysis (``study_data.study_analysis``),
+    The interval is the Analysis page's own: the same cached analysis (``reports.study_analysis``),
     with the study's stored settings and the system (condition) the page opens with; ``progress`` as
     there (called only when it is computed)."""
-    from annotate.study_data import study_analysis, study_conditions
-
     require_admin(user)
     with read_session(engine) as session:
         kind = session.get(Study, study_id).kind
     analysis = None
-    if kind == "satisfaction":  # the only kind with a main question to estimate (annotate.allocation)
+    if kind == "satisfaction":  # the only kind with a main question to estimate (annotate.reports)
         conditions = study_conditions(engine, user, study_id)
         condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
-        analysis = study_analysis(
+        analysis = reports.study_analysis(
             engine, user, study_id, study_settings(engine, user, study_id), condition=condition, progress=progress
         )
     with read_session(engine) as session:
-        report = allocation.status(session, session.get(Study, study_id), analysis=analysis)
-    if report["reached"]:
+        report = reports.allocation_status(session, session.get(Study, study_id), analysis)
+    if report.reached:
+        from dataclasses import replace
+
         with write_session(engine) as session:
-            report["closed_now"] = allocation.close_when_reached(session, assignment.lock_study(session, study_id), report)
+            study = assignment.lock_study(session, study_id)
+            closed_now = allocation.close_when_reached(session, study, report.reached, report.target_width)
+        report = replace(report, closed=report.closed or closed_now, closed_now=closed_now)
     return report
 
 
@@ -404,22 +468,37 @@ def set_archived(engine: Engine, user: Annotator, study_id: int, archived: bool)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
         changed = bool(study.archived) != bool(archived)
-        membership.change(session, study, user, "archived", bool(archived))
+        studies.change(session, study, user, "archived", bool(archived))
         if archived:  # the places people hold go back at once
             assignment.release_study(session, study_id)
         return {"archived": bool(archived), "changed": changed}
 
 
 def set_members(engine: Engine, user: Annotator, study_id: int, names: list[str]) -> list[str]:
+    """Make exactly ``names`` the members (none: open to every annotator); the members now, by name."""
     require_admin(user)
     with write_session(engine) as session:
         return membership.set_members(session, assignment.lock_study(session, study_id), names, user)
 
 
+def change_members(
+    engine: Engine, user: Annotator, study_id: int, *, add: list[str] | None = None, remove: list[str] | None = None
+) -> list[str]:
+    """Add members, or remove some (each must be one), in one transaction; the members now, by name."""
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        current = membership.members(session, study_id)
+        unknown = [n for n in remove or [] if n not in current]
+        if unknown:
+            raise StudyError(f"not a member of {study.name!r}: {', '.join(unknown)}")
+        chosen = current + list(add) if add else [n for n in current if n not in (remove or [])]
+        return membership.set_members(session, study, chosen, user)
+
+
 def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes) -> int:
     """Attention-check answers uploaded in the app (the CLI's ``--gold`` CSV: item, question, value[,
     condition]): one transaction, the file and line named on any error; recorded.  Returns the rows."""
-    from annotate.studies import apply_gold
     from formats.gold import read_gold
 
     require_admin(user)
@@ -430,8 +509,8 @@ def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, dat
     rows = read_gold(file_name, text)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
-        apply_gold(study, list(session.scalars(select(Item).where(Item.study_id == study_id))), rows, file_name)
-        membership.record(session, study_id, user, "gold", "", f"{len(rows)} answers from {file_name}")
+        studies.apply_gold(study, list(session.scalars(select(Item).where(Item.study_id == study_id))), rows, file_name)
+        studies.record(session, study_id, user, "gold", "", f"{len(rows)} answers from {file_name}")
     return len(rows)
 
 
@@ -453,8 +532,40 @@ def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings:
         study = assignment.lock_study(session, study_id)
         before = (study.settings or {}).get("analysis")
         if before != settings.to_dict():
-            membership.record(session, study_id, user, "analysis settings", before or "(defaults)", settings.to_dict())
+            studies.record(session, study_id, user, "analysis settings", before or "(defaults)", settings.to_dict())
         study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
+
+
+def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str]:
+    """The conditions (systems, variants) of a study's items, in item order."""
+    from annotate.study_data import study_conditions as conditions_of
+
+    return conditions_of(engine, user, study_id)
+
+
+def study_analysis(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
+    progress=None,
+) -> dict:
+    """Everything the Analysis page shows, from the analysis cache (``reports.study_analysis``: one
+    computation per study state and settings); ``progress(fraction, text)`` is called between steps
+    when it is computed.  The result is shared: callers must not change it."""
+    return reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
+
+
+def judge_study(
+    engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes, question: str | None = None, seed: int = 0
+) -> dict:
+    """An uploaded file of automatic judges' labels against the study's human majority
+    (``study_data.judge_study``); the judges are never stored as votes."""
+    from annotate.study_data import judge_study as judged
+
+    return judged(engine, user, study_id, file_name, data, question, seed=seed)
 
 
 def adjudicate(
@@ -462,7 +573,6 @@ def adjudicate(
 ) -> None:
     """An adjudicator's (admin's) final label for an item's question: its own event, apart from the votes."""
     from annotate.store.models import Adjudication
-    from annotate.studies import check_value
 
     require_admin(user)
     with write_session(engine) as session:
@@ -472,13 +582,18 @@ def adjudicate(
             raise StudyError(f"no item {key!r} (condition {condition!r}) in study {study.name!r}")
         session.add(
             Adjudication(
-                item_id=item.id, question=question, value=check_value(study, item, question, value), by=user.name, note=note
+                item_id=item.id,
+                question=question,
+                value=studies.check_value(study, item, question, value),
+                by=user.name,
+                note=note,
             )
         )
 
 
 def item_votes(engine: Engine, user: Annotator, study_id: int, key: str, condition: str) -> list[dict]:
-    """Drill-down: every vote event on an item, with its annotator, time, time spent and comment."""
+    """Drill-down: every vote event on an item, with its annotator, time, time spent and comment: the
+    rows of ``votes.vote_rows`` (the votes export's columns, a table on the page) with ``current``."""
     require_admin(user)
     with read_session(engine) as session:
         rows = [
@@ -498,22 +613,41 @@ def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
         return membership.members(session, study_id)
 
 
-def study_changes(engine: Engine, user: Annotator, study_id: int) -> list[dict]:
+def study_changes(engine: Engine, user: Annotator, study_id: int) -> list[studies.Change]:
     require_admin(user)
     with read_session(engine) as session:
-        return membership.changes(session, study_id)
+        return studies.changes(session, study_id)
 
 
-def reopen(engine: Engine, user: Annotator, study_id: int, key: str, condition: str = "") -> None:
+@dataclass(frozen=True)
+class ItemSummary:
+    key: str
+    condition: str | None
+    questions: list[str]
+
+
+def study_items(engine: Engine, user: Annotator, study_id: int) -> list[ItemSummary]:
+    """The study's items in order: key, condition and questions (``python -m annotate study items``)."""
+    require_admin(user)
+    with read_session(engine) as session:
+        rows = session.execute(
+            select(Item.key, Item.condition, Item.questions).where(Item.study_id == study_id).order_by(Item.position)
+        )
+        return [ItemSummary(key, condition, list(questions)) for key, condition, questions in rows]
+
+
+def reopen(engine: Engine, user: Annotator, study_id: int, key: str | None, condition: str | None = None, extra: int = 1) -> int:
+    """``extra`` more judgements on the item ``key`` (None: every item; ``condition`` when the key has
+    several; empty: none given); the number of items re-opened."""
     require_admin(user)
     with write_session(engine) as session:
-        assignment.reopen_items(session, session.get(Study, study_id), key.strip(), condition.strip() or None)
+        return assignment.reopen_items(session, session.get(Study, study_id), key, condition or None, extra)
 
 
-def study_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
+def study_progress(engine: Engine, user: Annotator, study_id: int) -> reports.StudyProgress:
     require_admin(user)
     with read_session(engine) as session:
-        return assignment.progress(session, study_id)
+        return reports.progress(session, study_id)
 
 
 def vote_table(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> list[dict]:
@@ -526,20 +660,33 @@ def votes_csv(engine: Engine, user: Annotator, study_id: int, *, history: bool =
     return votes.rows_to_csv(vote_table(engine, user, study_id, history=history))
 
 
-def votes_download(engine: Engine, user: Annotator, study_id: int, *, history: bool = False) -> tuple[str, int]:
-    """The votes CSV and the newest vote event it holds (for :func:`record_export` once downloaded)."""
+def votes_download(engine: Engine, user: Annotator, study_id: int, *, history: bool = False, fmt: str = "csv") -> tuple[str, int]:
+    """The votes as CSV (``fmt="csv"``) or JSON lines (``"jsonl"``), and the newest vote event they
+    hold (for :func:`record_export` once downloaded or written)."""
+    import json
+
     require_admin(user)
     with read_session(engine) as session:
-        through = membership.last_vote(session, study_id)
+        through = studies.last_vote(session, study_id)
         rows = votes.vote_rows(session, study_id, history=history)
+    if fmt == "jsonl":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), through
     return votes.rows_to_csv(rows), through
 
 
+def import_votes(engine: Engine, user: Annotator, study_id: int, file_name: str, text: str) -> int:
+    """Tidy CSV votes (item, annotator, question, value[, comment]): checked, staged apart, then
+    swapped in by one short transaction (``votes.import_votes_file``); the votes imported."""
+    require_admin(user)
+    return votes.import_votes_file(engine, study_id, file_name, text)
+
+
 def record_export(engine: Engine, user: Annotator, study_id: int, what: str, through: int) -> None:
-    """The admin downloaded the votes up to event ``through`` (a download button's callback)."""
+    """The votes up to event ``through`` were exported (a download button's callback, a command line's
+    file written): recorded, and counted for a later delete."""
     require_admin(user)
     with write_session(engine) as session:
-        membership.record_export(session, assignment.lock_study(session, study_id), user, what, through)
+        studies.record_export(session, assignment.lock_study(session, study_id), user, what, through)
 
 
 def delete_study(engine: Engine, user: Annotator, study_id: int, confirm: str) -> None:
@@ -547,7 +694,7 @@ def delete_study(engine: Engine, user: Annotator, study_id: int, confirm: str) -
     require_admin(user)
     with write_session(engine) as session:
         try:
-            membership.delete_study(session, assignment.lock_study(session, study_id), confirm)
+            studies.delete_study(session, assignment.lock_study(session, study_id), confirm)
         except ValueError as err:
             raise StudyError(str(err)) from None
 
@@ -562,15 +709,48 @@ def export(
     history: bool = False,
     condition: str | None = None,
 ) -> tuple[bytes, str]:
-    """One export format of a study as a download: (bytes, file name); several files come zipped."""
+    """One export format of a study as a download: (bytes, file name); several files come zipped.
+    The analysis is the cached one (``reports.study_analysis``), shared with the Analysis page."""
     require_admin(user)
-    from annotate.study_data import load_study, study_analysis
     from exports.formats import as_download, write
 
     settings = settings or study_settings(engine, user, study_id)
-    data = load_study(engine, study_id, history=history)
-    shared = lambda chosen: study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
+    data = reports.load_study(engine, study_id, history=history)
+    shared = lambda chosen: reports.study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
     return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))
+
+
+@dataclass(frozen=True)
+class ExportFiles:
+    """A study's export as files (``python -m exports``): (relative path, bytes) each, the study's id,
+    and the newest vote event the export holds (read before the votes: for :func:`record_export`)."""
+
+    files: list[tuple[str, bytes]]
+    study_id: int
+    through: int
+
+
+def export_files(
+    engine: Engine,
+    user: Annotator,
+    study: str | int,
+    fmt: str,
+    settings: AnalysisSettings,
+    *,
+    history: bool = False,
+    condition: str | None = None,
+) -> ExportFiles:
+    """One export format of a study (by name or id) as its files, analysed afresh with ``settings``;
+    an unknown study is a ValueError that lists the names (``study_data.find_study``)."""
+    from annotate.study_data import find_study
+    from exports.formats import write
+
+    require_admin(user)
+    with read_session(engine) as session:  # the newest vote the export holds, read before the votes
+        study_id = find_study(session, study).id
+        through = studies.last_vote(session, study_id)
+    data = reports.load_study(engine, study_id, history=history)
+    return ExportFiles(write(data, fmt, settings, history=history, condition=condition), study_id, through)
 
 
 __all__ = ["PermissionDenied", "question_spec", "require_admin"]

@@ -241,18 +241,28 @@ def open_session(session, annotator: Annotator, now: datetime | None = None) -> 
     return token
 
 
+def user_in(session, token: str | None, now: datetime | None = None) -> Annotator | None:
+    """The annotator of a live session token, or None (unknown, expired, revoked), read in the caller's
+    transaction with one statement: the annotator's screen and vote check the login in the same
+    transaction as everything else they read or write (``annotate.loop``)."""
+    if not isinstance(token, str) or not token or len(token) > 200:
+        return None
+    annotator = session.scalars(
+        select(Annotator)
+        .join(LoginSession, LoginSession.annotator_id == Annotator.id)
+        .where(LoginSession.id == _digest(token), LoginSession.revoked == False, LoginSession.expires_at >= (now or utcnow()))  # noqa: E712
+    ).first()
+    if annotator is None or not (annotator.password_hash or annotator.role == WORKER):
+        return None  # an account without a login (imported votes) never has a live session
+    return annotator
+
+
 def session_user(engine: Engine, token: str | None, now: datetime | None = None) -> Annotator | None:
     """The annotator of a live session token, or None (unknown, expired, revoked)."""
     if not isinstance(token, str) or not token or len(token) > 200:
         return None
     with read_session(engine) as session:
-        row = session.get(LoginSession, _digest(token))
-        if row is None or row.revoked or row.expires_at < (now or utcnow()):
-            return None
-        annotator = session.get(Annotator, row.annotator_id)
-        if annotator is None or not (annotator.password_hash or annotator.role == WORKER):
-            return None  # an account without a login (imported votes) never has a live session
-        return annotator
+        return user_in(session, token, now)
 
 
 def log_out(engine: Engine, token: str | None) -> None:

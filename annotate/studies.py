@@ -1,7 +1,9 @@
-"""Studies: creating one from files (one transaction), its questions and the values they take.
+"""Studies: creating one from files (one transaction), its questions and the values they take; a
+study's change log, the record of its exports, and its deletion.
 
 How items are built from files is the task kind's business (``annotate/kinds/``); this module
-checks names, samples units, stores the study and its items, and applies gold answers.
+checks names, samples units, stores the study and its items, and applies gold answers.  Who may
+annotate a study is ``annotate.membership``'s business (access rules only).
 
 ``sample`` draws N units at random with ``seed`` (a unit is a dialogue, a CoCo turn — both
 its conditions — or an SLU turn), as both papers' studies did.
@@ -11,18 +13,35 @@ from __future__ import annotations
 
 import os
 import random
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from annotate.assignment import lock_study
 from annotate.kinds import ItemDraft, StudyError, get_kind
 from annotate.kinds.base import BINARY
 from annotate.kinds.base import question_spec as spec_in
-from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Item, ItemAudio, Study
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, CrowdWorker, Item, ItemAudio, Study, StudyChange, VoteEvent
 from formats import ReaderError
 from formats.gold import read_gold
 
-__all__ = ["ItemDraft", "StudyError", "build_items", "check_value", "create_study", "question_spec"]
+__all__ = [
+    "CLI",
+    "Change",
+    "ItemDraft",
+    "StudyError",
+    "build_items",
+    "change",
+    "changes",
+    "check_value",
+    "create_study",
+    "delete_study",
+    "last_vote",
+    "question_spec",
+    "record",
+    "record_export",
+]
 
 
 def question_spec(study: Study, name: str) -> dict:
@@ -154,3 +173,90 @@ def apply_gold(study: Study, items: list[Item], rows: list[dict], path) -> None:
             except StudyError as err:
                 raise ReaderError(path, f"line {line}", str(err)) from None
             item.gold = {**(item.gold or {}), row["question"]: value}
+
+
+# --- the change log, exports and deletion ---------------------------------------------------
+
+CLI = "cli"  # who made a change from the command line (it has no login)
+
+
+def record(session: Session, study_id: int, by: Annotator | str, what: str, old, new) -> None:
+    """One line of the study's change log: who (a name; ``by`` an annotator or any actor with a
+    ``name``, or the name itself), what, the old and the new value (as text)."""
+    session.add(StudyChange(study_id=study_id, by=by if isinstance(by, str) else by.name, what=what, old=str(old), new=str(new)))
+
+
+def change(session: Session, study: Study, by: Annotator | str, field: str, value) -> None:
+    """Set one of the study's own fields (overlap, guideline, archived), recording a real change."""
+    old = getattr(study, field)
+    if old != value:
+        record(session, study.id, by, field, old, value)
+    setattr(study, field, value)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of a study's change log, oldest first (``python -m annotate study changes --json``
+    gives these fields, in this order)."""
+
+    at: str  # ISO time, to the second
+    by: str  # the admin's name, "cli", or "allocation" (the study closed itself)
+    what: str
+    old: str
+    new: str
+
+
+def changes(session: Session, study_id: int) -> list[Change]:
+    rows = session.scalars(select(StudyChange).where(StudyChange.study_id == study_id).order_by(StudyChange.id))
+    return [Change(c.at.isoformat(timespec="seconds"), c.by, c.what, c.old, c.new) for c in rows]
+
+
+def last_vote(session: Session, study_id: int) -> int:
+    """The id of the study's newest vote event (0: none)."""
+    return int(
+        session.scalar(select(func.max(VoteEvent.id)).join(Item, Item.id == VoteEvent.item_id).where(Item.study_id == study_id))
+        or 0
+    )
+
+
+def record_export(session: Session, study: Study, by: Annotator | str, what: str, through: int) -> None:
+    """The votes of the study up to event ``through`` were exported (downloaded, or written by the CLI):
+    recorded, and remembered for :func:`delete_study`.
+
+    The study row is locked (and read again) here, whatever the caller read before: the settings are
+    written back whole, so a copy read without the lock would undo an admin's change committed in
+    between (issue 23: crowd secrets reverted by exports)."""
+    study = lock_study(session, study.id)
+    record(session, study.id, by, "export", "", f"{what}, vote events up to #{through}")
+    settings = dict(study.settings or {})
+    settings["exported_through"] = max(int(settings.get("exported_through", 0)), int(through))
+    study.settings = settings
+
+
+def delete_study(session: Session, study: Study, confirm: str) -> None:
+    """Delete the study with its items, votes, adjudications and change log.
+
+    Refused unless ``confirm`` is the study's name, and, while the study has votes, unless every
+    vote event was exported first (:func:`record_export`): a delete cannot lose a vote nobody kept.
+    """
+    study = lock_study(session, study.id)  # its exports read under the lock (see record_export)
+    if confirm.strip() != study.name:
+        raise ValueError(f"type the study's name ({study.name!r}) to confirm the delete")
+    newest = last_vote(session, study.id)
+    through = int((study.settings or {}).get("exported_through", 0))
+    if newest and not through:
+        raise ValueError(f"study {study.name!r} has votes: export the votes first (a votes download in the app, or votes export)")
+    if newest > through:
+        since = session.scalar(
+            select(func.count(VoteEvent.id))
+            .join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study.id, VoteEvent.id > through)
+        )
+        raise ValueError(f"{since} vote event{'s' if since != 1 else ''} since the last export: export the votes again")
+    # The study's crowd workers exist for it alone; the database cascades do the rest (items, votes,
+    # places, audio, adjudications, members, the change log).
+    session.execute(
+        delete(Annotator).where(Annotator.id.in_(select(CrowdWorker.annotator_id).where(CrowdWorker.study_id == study.id)))
+    )
+    session.execute(delete(Study).where(Study.id == study.id))
+    session.expunge(study)

@@ -1,29 +1,24 @@
-"""A study out of the vote store, for the writers and the analysis; and the analysis cache.
+"""A study out of the vote store, for the writers and the analysis.
 
-``load_study`` reads a study once into plain data (``exports.study.StudyData``): items, votes,
-progress, the kind's dialogues, and an analyser bound to the study's kind.  ``study_analysis``
-keeps one analysis per study state and settings, shared by the Analysis page, every export and
-the report of an app server.
+``read_study`` reads a study once into plain data (``exports.study.StudyData``): items, votes, the
+kind's dialogues, adjudications, and an analyser bound to the study's kind; ``analyse`` is its
+analysis.  The study as the writers take it, with its progress report (``annotate.reports.load_study``),
+and the analysis cache that keeps one analysis per study state and settings
+(``annotate.reports.study_analysis``) are ``annotate.reports``'s: they sit above this module.
 
-No permission check in ``load_study``: the CLIs run with the database's own credentials, and the
+No permission check in ``read_study``: the CLIs run with the database's own credentials, and the
 app reaches it only through functions that check the admin role (here and in ``annotate.service``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import threading
-from collections import OrderedDict
+from sqlalchemy import Engine, select
 
-from sqlalchemy import Engine, case, func, select, true
-
-from annotate.assignment import progress
 from annotate.auth import require_admin
 from annotate.kinds import analyse as analyse_kind
 from annotate.kinds import get_kind
 from annotate.store.db import read_session
-from annotate.store.models import Annotator, Item, Study, VoteEvent
+from annotate.store.models import Annotator, Item, Study
 from annotate.votes import vote_rows
 from exports.study import ItemRecord, StudyData
 from formats.tidy import VoteTable, read_votes, votes_from_rows
@@ -39,27 +34,27 @@ def find_study(session, study: str | int) -> Study:
     return found
 
 
-def load_study(engine: Engine, study: str | int, *, history: bool = False) -> StudyData:
-    with read_session(engine) as session:
-        row = find_study(session, study)
-        items = [
-            ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity, i.pi)
-            for i in session.scalars(select(Item).where(Item.study_id == row.id).order_by(Item.position, Item.id))
-        ]
-        kind = get_kind(row.kind)
-        data = StudyData(
-            name=row.name,
-            kind=row.kind,
-            guideline=row.guideline,
-            overlap=row.overlap,
-            settings=dict(row.settings or {}),
-            items=items,
-            votes=vote_rows(session, row.id),
-            history=vote_rows(session, row.id, history=True) if history else [],
-            progress_report=progress(session, row.id),
-            dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
-            adjudications=adjudications(session, row.id),
-        )
+def read_study(session, study: str | int, *, history: bool = False) -> StudyData:
+    """The study (by name or id) as plain data, read in the caller's (read) transaction; its
+    ``progress_report`` is left empty (``annotate.reports.load_study`` fills it)."""
+    row = find_study(session, study)
+    items = [
+        ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity, i.pi)
+        for i in session.scalars(select(Item).where(Item.study_id == row.id).order_by(Item.position, Item.id))
+    ]
+    kind = get_kind(row.kind)
+    data = StudyData(
+        name=row.name,
+        kind=row.kind,
+        guideline=row.guideline,
+        overlap=row.overlap,
+        settings=dict(row.settings or {}),
+        items=items,
+        votes=vote_rows(session, row.id),
+        history=vote_rows(session, row.id, history=True) if history else [],
+        dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
+        adjudications=adjudications(session, row.id),
+    )
     data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
         kind,
         data.vote_table(),
@@ -149,138 +144,9 @@ def analyse(
     condition: str | None = None,
     progress: Progress | None = None,
 ) -> dict:
-    """Everything the analysis page shows (admin only); ``progress(fraction, text)`` is called between steps."""
+    """Everything the analysis page shows (admin only); ``progress(fraction, text)`` is called between steps.
+    Computed afresh: ``annotate.reports.study_analysis`` keeps it per study state and settings."""
     require_admin(user)
-    return load_study(engine, study_id).analyser(settings, condition, progress)
-
-
-# One study's analysis per (database, study, settings, condition, inputs), shared by the Analysis
-# page, the Progress page's design line, every export and the report in this process: the bootstrap
-# and the λ calibration take seconds, so a look that changes nothing must cost nothing, and a look
-# after any change must see it (issue 24).  ``inputs_version`` reads what the analysis depends on.
-_CACHE: OrderedDict[tuple, dict] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-CACHE_ENTRIES = 32
-# Settings the analysis never reads: operational ones that change often (a votes download records
-# ``exported_through``; crowd links, their secret and quota; the places' timeout).
-NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
-
-
-def inputs_version(session, study_id: int) -> tuple:
-    """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
-    kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
-    (append-only: count and newest id), its items' capacity, draw and inclusion probabilities
-    (sums), their gold answers (only the items with gold, few: read whole) and its members.  Any
-    write that changes an input changes it, whichever path (app, CLI, a script) made the write."""
-    from annotate.store.models import Adjudication, StudyMember
-
-    def aggregate(*columns, join=None, where):
-        query = select(*columns)
-        if join is not None:
-            query = query.join(Item, Item.id == join)
-        return query.where(where).subquery()
-
-    votes = aggregate(
-        func.count(VoteEvent.id).label("n"),
-        func.max(VoteEvent.id).label("last"),
-        join=VoteEvent.item_id,
-        where=Item.study_id == study_id,
-    )
-    judged = aggregate(
-        func.count(Adjudication.id).label("n"),
-        func.max(Adjudication.id).label("last"),
-        join=Adjudication.item_id,
-        where=Item.study_id == study_id,
-    )
-    items = aggregate(
-        func.count(Item.id).label("n"),
-        func.sum(Item.extra_capacity).label("extra"),
-        func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
-        func.count(Item.pi).label("n_pi"),
-        func.sum(Item.pi).label("pi"),
-        func.max(Item.id).label("last"),
-        where=Item.study_id == study_id,
-    )
-    members = aggregate(
-        func.count(StudyMember.annotator_id).label("n"),
-        func.sum(StudyMember.annotator_id).label("ids"),
-        func.max(StudyMember.added_at).label("added"),
-        where=StudyMember.study_id == study_id,
-    )
-    row = session.execute(
-        select(
-            Study.created_at,
-            Study.kind,
-            Study.overlap,
-            Study.settings,
-            votes.c.n,
-            votes.c.last,
-            judged.c.n,
-            judged.c.last,
-            items.c.n,
-            items.c.extra,
-            items.c.included,
-            items.c.n_pi,
-            items.c.pi,
-            items.c.last,
-            members.c.n,
-            members.c.ids,
-            members.c.added,
-        )
-        .select_from(Study)
-        .join(votes, true())
-        .join(judged, true())
-        .join(items, true())
-        .join(members, true())
-        .where(Study.id == study_id)
-    ).one_or_none()
-    if row is None:
-        raise ValueError(f"no study with id {study_id}")
-    created, kind, overlap, settings, *counts = row
-    analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
-    pi_sum = counts[8]
-    counts[8] = None if pi_sum is None else round(float(pi_sum), 9)  # a float sum: the same to 9 decimals
-    gold = session.execute(
-        select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None)).order_by(Item.id)
-    ).all()
-    fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
-    return (created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), *counts)
-
-
-def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
-    """The cache's key: the database, the study, the analysis settings and condition, and the
-    study's :func:`inputs_version`."""
     with read_session(engine) as session:
-        version = inputs_version(session, study_id)
-    return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
-
-
-def study_analysis(
-    engine: Engine,
-    user: Annotator,
-    study_id: int,
-    settings: AnalysisSettings,
-    *,
-    condition: str | None = None,
-    progress: Progress | None = None,
-) -> dict:
-    """:func:`analyse`, computed once per study state and settings (admin only; checked on every call).
-
-    The result is shared: callers must not change it."""
-    require_admin(user)
-    key = analysis_key(engine, study_id, settings, condition)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    result = analyse(engine, user, study_id, settings, condition=condition, progress=progress)
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        while len(_CACHE) > CACHE_ENTRIES:
-            _CACHE.popitem(last=False)
-    return result
-
-
-def clear_cache() -> None:
-    with _CACHE_LOCK:
-        _CACHE.clear()
+        data = read_study(session, study_id)
+    return data.analyser(settings, condition, progress)

@@ -2,10 +2,12 @@
 
     python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--json]
 
-Each writer is a thread with its own annotator: one transaction = claim_next + cast_vote
-(a judgement: the place on the next item taken and the vote stored; the app reads the item's
-dialogue after that commits, see ``service.next_item``), and every third judgement also changes an earlier vote (a second
-transaction).  Prints p50 / p99 latency per transaction, throughput, and checks that no
+Each writer is a thread with its own annotator making the app's own write: one transaction =
+``service.answer`` (the call the annotator's page makes on an answer key, issue 25: the login is not
+checked, as the writers hold no browser session — one statement less than the page — everything else is
+the page's: the vote stored, the next item claimed and the next screen read, its dialogue included), and
+every third judgement also changes an earlier vote (a second transaction, ``service.answer`` with the
+tab's item shown next, as the go-back list does).  Prints p50 / p99 latency per transaction, throughput, and checks that no
 vote was lost.  Beside it, in the same run, raw ``sqlite3`` transactions of the same shape
 (read one row, two inserts, WAL, ``BEGIN IMMEDIATE``) from as many threads, as many
 transactions as the store made, three times: the best of the three is the ceiling the store is
@@ -33,12 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from sqlalchemy import func, select  # noqa: E402
 
-from annotate.assignment import claim_next  # noqa: E402
+from annotate import service  # noqa: E402
 from annotate.auth import add_annotator  # noqa: E402
 from annotate.store.db import make_engine, read_session, upgrade, write_session  # noqa: E402
 from annotate.store.models import VoteEvent  # noqa: E402
 from annotate.studies import create_study  # noqa: E402
-from annotate.votes import cast_vote  # noqa: E402
 from bench.corpus import build, dialogue_file  # noqa: E402
 
 
@@ -60,22 +61,22 @@ def run_backend(url: str, corpus_path: Path, writers: int, votes: int) -> dict:
     def writer(index: int) -> int:
         rng = random.Random(index)
         person, judged, count = people[index], [], 0
+        shown = service.claim_screen(engine, person, study.id).item
         for n in range(votes):
+            if shown is None:
+                break
             start = time.perf_counter()
-            with write_session(engine) as session:
-                item_id = claim_next(session, study.id, person)
-                if item_id is None:
-                    break
-                cast_vote(session, person, item_id, "satisfied", rng.choice("01"))
+            item_id = shown.id
+            shown = service.answer(engine, person, study.id, item_id, {"satisfied": rng.choice("01")}, done=True).item
             elapsed = time.perf_counter() - start
             judged.append(item_id)
             count += 1
             with lock:
                 latencies.append(elapsed)
-            if n % 3 == 2:
+            if n % 3 == 2 and shown is not None:
                 start = time.perf_counter()
-                with write_session(engine) as session:
-                    cast_vote(session, person, rng.choice(judged), "satisfied", rng.choice("01"))
+                earlier = rng.choice(judged)
+                service.answer(engine, person, study.id, earlier, {"satisfied": rng.choice("01")}, done=True, then=shown.id)
                 with lock:
                     latencies.append(time.perf_counter() - start)
                 count += 1

@@ -2,7 +2,7 @@
 event when asked for), progress, the dialogues with predictions when the study's kind has
 them, and a function that gives the study's analysis for a settings object.
 
-Loading a study from the vote store is the store's job (``annotate.study_data.load_study``);
+Loading a study from the vote store is the store's job (``annotate.reports.load_study``);
 nothing here touches a database.
 """
 

@@ -24,14 +24,17 @@ import argparse
 import json
 import sys
 
+from metrics.registry import FGA, JGA, METRICS, RSA, SCORE_TABLE, split_key
+
 
 def _add_score(subparsers) -> None:
-    score = subparsers.add_parser("score", help="score predictions: JGA, M2, FGA(λ), SA, AGA, RSA, F1")
+    listed = ", ".join(m.display("λ") if m.takes_lambda else m.display() for m in METRICS)
+    score = subparsers.add_parser("score", help=f"score predictions: {listed}")
     score.add_argument("paths", nargs="+", metavar="PATH", help="prediction files or folders (pooled into one corpus)")
     score.add_argument("--format", dest="fmt", help="input format (default: detected per file)")
     score.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="list 0.25,0.5 or range START:STOP:NUM")
     score.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30, MultiWOZ)")
-    score.add_argument("--rsa", default="macro", choices=("macro", "macro-skip", "micro"), help="RSA aggregation over turns")
+    score.add_argument("--rsa", default=RSA.aggregations[0], choices=RSA.aggregations, help="RSA aggregation over turns")
     score.add_argument("--normalise", "--normalize", action="store_true", help="lower-case values and fold white space")
     score.add_argument("--per-dialogue", action="store_true", help="also score each dialogue")
     score.add_argument("--by-domain", action="store_true", help="also score each domain")
@@ -44,7 +47,7 @@ def _add_prediction_options(parser, *, lambdas: bool) -> None:
     if lambdas:
         parser.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values: list or START:STOP:NUM")
     parser.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30)")
-    parser.add_argument("--rsa", default="macro", choices=("macro", "macro-skip", "micro"))
+    parser.add_argument("--rsa", default=RSA.aggregations[0], choices=RSA.aggregations)
     parser.add_argument("--normalise", "--normalize", action="store_true")
 
 
@@ -121,8 +124,8 @@ def _add_analysis(subparsers) -> None:
     plan.add_argument("--r-b", type=float, help="r(human, metric B)")
     plan.add_argument("--r-ab", type=float, help="r(metric A, metric B)")
     plan.add_argument("--pilot", metavar="RATINGS.csv", help="estimate the three correlations from a pilot's votes")
-    plan.add_argument("--metric-a", default="fga_0.5", help="with --pilot: metric A (default fga_0.5)")
-    plan.add_argument("--metric-b", default="jga", help="with --pilot: metric B (default jga)")
+    plan.add_argument("--metric-a", default=FGA.key("0.5"), help=f"with --pilot: metric A (default {FGA.key('0.5')})")
+    plan.add_argument("--metric-b", default=JGA.key(), help=f"with --pilot: metric B (default {JGA.key()})")
     plan.add_argument("--question", help="with --pilot: which question's votes")
     plan.add_argument("--condition", help="with --pilot: only votes of this condition")
     plan.add_argument("--format", dest="fmt", help="with --pilot: input format of the predictions")
@@ -152,26 +155,26 @@ def _percent(value) -> str:
 
 
 def format_table(result: dict, *, max_fga_columns: int = 8) -> str:
-    """The FGA paper's Table 1 columns plus RSA and F1, one row per corpus / dialogue / domain."""
-    labels = list(result["corpus"]["fga"])
+    """The FGA paper's Table 1 columns plus RSA and F1 (``metrics.registry.SCORE_TABLE``), one row per
+    corpus / dialogue / domain; with more than ``max_fga_columns`` λ values, FGA is listed below instead."""
+    labels = list(result["corpus"][FGA.name])
     wide = len(labels) <= max_fga_columns
-    header = ["", "#Turns", "#M1", "#M2", "JGA", "SA", "AGA", *(f"FGA_{lab}" for lab in labels if wide), "RSA", "F1"]
+    counts = [m.count for m in METRICS if m.count is not None]
+    shown = [(m, lab) for m in SCORE_TABLE for lab in ((labels if wide else []) if m.takes_lambda else [None])]
+    header = ["", "#Turns", *(column for _, column in counts), *(m.column(lab) for m, lab in shown)]
     rows = [("corpus", result["corpus"])]
     rows += [(d["id"], d) for d in result["dialogues"]]
     rows += [(f"domain:{name}", d) for name, d in result["domains"].items()]
     body = []
     for name, row in rows:
-        cells = [name, str(row["turns"]), str(row["exact_matches"]), str(row["turn_matches"])]
-        cells += [_percent(row[k]) for k in ("jga", "sa", "aga")]
-        if wide:
-            cells += [_percent(row["fga"][lab]) for lab in labels]
-        cells += [_percent(row["rsa"]), _percent(row["f1"])]
+        cells = [name, str(row["turns"]), *(str(row[key]) for key, _ in counts)]
+        cells += [_percent(row[m.name] if lab is None else row[m.name][lab]) for m, lab in shown]
         body.append(cells)
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [header, *body]]
     if not wide:
-        lines += ["", "λ         FGA (corpus)"]
-        lines += [f"{lab:<9} {_percent(result['corpus']['fga'][lab])}" for lab in labels]
+        lines += ["", f"λ         {FGA.label} (corpus)"]
+        lines += [f"{lab:<9} {_percent(result['corpus'][FGA.name][lab])}" for lab in labels]
     lines += ["", f"signature: {result['signature']}"]
     return "\n".join(lines)
 
@@ -278,7 +281,8 @@ def _pilot(args) -> dict:
     from metrics.corpus import ScoreSettings, parse_lambdas
 
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
-    lambdas, labels = parse_lambdas(",".join(m[4:] for m in (args.metric_a, args.metric_b) if m.startswith("fga_")) or "1")
+    asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
+    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
     result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
     rows = {row["metric"]: row for row in result["metrics"]}
     for name in (args.metric_a, args.metric_b):
@@ -303,7 +307,7 @@ def _pilot(args) -> dict:
 def run_systems(args) -> int:
     from formats import load_dialogues
     from formats.tidy import read_votes
-    from metrics.analysis import analysis_signature, select_votes, system_level
+    from metrics.analysis import select_votes, system_level
     from metrics.corpus import ScoreSettings, parse_lambdas
 
     groups = {}
@@ -315,20 +319,22 @@ def run_systems(args) -> int:
     votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question)
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels)
-    result = {"signature": analysis_signature(settings, unit="system"), **system_level(groups, votes, settings)}
+    result = {"signature": str(settings.as_signature(analysis_unit="system")), **system_level(groups, votes, settings)}
     return _emit(args, result, lambda present: [present.system_table(result)])
 
 
 def run_judge(args) -> int:
     from formats.tidy import read_votes
-    from metrics.analysis import analysis_signature, choose_question
+    from metrics.analysis import choose_question
     from metrics.judges import judge_report
+    from metrics.signature import Signature
 
     human = read_votes(args.human)
     question = choose_question(human, args.question)
     judges = read_votes(args.judges, default_question=question)
     result = judge_report(human, judges, question, resamples=args.bootstrap, seed=args.seed)
-    result = {"signature": analysis_signature(None, judge="majority-ties-out", boot=args.bootstrap, seed=args.seed), **result}
+    signature = Signature(judge="majority-ties-out", resamples=args.bootstrap, seed=args.seed)
+    result = {"signature": str(signature), **result}
     return _emit(args, result, lambda present: [present.judge_table(result)])
 
 

@@ -88,6 +88,33 @@ def poisson_sample(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return rng.random(len(pi)) < pi
 
 
+SCORE_GRID = tuple(float(v) for v in np.linspace(0.05, 2.0, 40))  # the λs whose FGA spread scores a dialogue for "lambda"
+
+
+def question_scores(question: str, values: dict[str, np.ndarray], lam: float) -> np.ndarray:
+    """Each dialogue's informativeness for the study's question, from its per-dialogue metric values
+    (``values``: ``jga`` and ``fga_<λ:g>`` for ``lam``, or for every λ of ``SCORE_GRID`` when the
+    question is ``"lambda"``).  A dialogue without a score (a metric undefined on it) gets the mean
+    score, or 1 when none has one."""
+    if question == "lambda":
+        score = lambda_scores(np.column_stack([values[f"fga_{v:g}"] for v in SCORE_GRID]))
+    else:
+        score = comparison_scores(values[f"fga_{lam:g}"], values["jga"])
+    return np.where(np.isfinite(score), score, np.nanmean(score) if np.isfinite(score).any() else 1.0)
+
+
+def draw(groups: Sequence[np.ndarray], expected_each: float, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The design's draw: for each group of dialogues (a condition), by its scores, the inclusion
+    probabilities (``expected_each`` dialogues expected per group) and which are judged, one seeded
+    generator for all the groups in order, so a study's draw is reproducible from its seed."""
+    rng = np.random.default_rng([int(seed), 17])
+    drawn = []
+    for scores in groups:
+        pi = inclusion_probabilities(np.asarray(scores, dtype=float), expected=expected_each)
+        drawn.append((pi, poisson_sample(pi, rng)))
+    return drawn
+
+
 def _weighted_r_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Pearson r for each row of dialogue weights ``w`` (B x n): ``metrics.correlation.weighted_pearson``
     with one observation per dialogue; ``x`` n or n x K -> B (x K)."""

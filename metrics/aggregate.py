@@ -147,10 +147,6 @@ def _fixed_label(tie: str, categories: Sequence[str]) -> str | None:
     raise ValueError(f"tie policy must be none, random or fixed:<label> with a label in {list(categories)}; got {tie!r}")
 
 
-def _check_tie_policy(tie: str, categories: Sequence[str]) -> None:
-    _fixed_label(tie, categories)
-
-
 def majority_from_counts(counts: np.ndarray, categories: Sequence[str], tie: str = "none", seed: int = 0) -> MajorityResult:
     """The most voted category per row of ``counts``; units without votes get None.  ``fixed:L`` resolves
     only the ties that include L; any other tie keeps no majority (and is counted).

@@ -2,7 +2,7 @@
 
 Inputs are plain: dialogues with predictions (``formats.dialogue``) and votes
 (``formats.tidy``).  Outputs are the CLIs' JSON contracts; every result carries a
-signature string that states the settings it depends on.
+signature string, ``str(metrics.signature.Signature)``, that states the settings it depends on.
 """
 
 from __future__ import annotations
@@ -19,21 +19,10 @@ from metrics.agreement import LEVELS, agreement_report
 from metrics.calibrate import FgaTerms, calibrate
 from metrics.corpus import ScoreSettings
 from metrics.correlation import correlation_report, human_ceiling, ratings_for
+from metrics.registry import FGA, METRICS
 from metrics.scores import score_table
+from metrics.signature import Signature
 from metrics.turnstats import extract
-
-
-def analysis_signature(settings: ScoreSettings | None, **options) -> str:
-    """The scoring signature plus every analysis option, e.g. ``...|rating:mean|boot:1000|seed:0``."""
-    parts = [settings.signature()] if settings is not None else [f"metrics|version:{_version()}"]
-    parts += [f"{key}:{value}" for key, value in options.items()]
-    return "|".join(parts)
-
-
-def _version() -> str:
-    from metrics import __version__
-
-    return __version__
 
 
 def choose_question(table: VoteTable, question: str | None, prefer: str = "satisfied") -> str:
@@ -80,9 +69,10 @@ def agreement_all(
             table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights
         )
     notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
-    options = {"weights": weights} if weights != "none" else {}
-    signature = analysis_signature(None, agreement=level, boot=resamples, seed=seed, ci="percentile95", **options)
-    return {"signature": signature, "questions": reports, "notes": notes}
+    signature = Signature(
+        agreement=level, resamples=resamples, seed=seed, interval="percentile95", weights=None if weights == "none" else weights
+    )
+    return {"signature": str(signature), "questions": reports, "notes": notes}
 
 
 def majority_table(votes: Sequence[Vote], question: str, tie: str = "none", seed: int = 0) -> dict:
@@ -93,14 +83,17 @@ def majority_table(votes: Sequence[Vote], question: str, tie: str = "none", seed
 
 
 def per_dialogue_metrics(dialogues: Sequence[Dialogue], settings: ScoreSettings) -> tuple[list[str], dict[str, np.ndarray]]:
-    """Every metric per dialogue: jga, m2 (turn-match rate), fga_<λ>, sa, aga, rsa, f1."""
+    """Every registry metric per dialogue, in registry order, a metric with λ once per λ:
+    jga, m2 (turn-match rate), fga_<λ>, sa, aga, rsa, f1."""
     stats = extract(dialogues, normalise=settings.normalise)
     table = score_table(stats, settings.lambdas, slot_count=settings.slot_count, rsa=settings.rsa, per_dialogue=True)
-    values = {"jga": table["jga"], "m2": table["turn_matches"] / table["turns"]}
-    for i, label in enumerate(settings.lambda_labels):
-        values[f"fga_{label}"] = table["fga"][:, i]
-    for key in ("sa", "aga", "rsa", "f1"):
-        values[key] = table[key]
+    values = {}
+    for metric in METRICS:
+        if metric.takes_lambda:
+            for i, label in enumerate(settings.lambda_labels):
+                values[metric.key(label)] = table[metric.name][:, i]
+        else:
+            values[metric.name] = table[metric.name]
     return stats.dialogue_ids, values
 
 
@@ -125,19 +118,18 @@ def correlate_study(
         {k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed, adjust=adjust, resample=resample
     )
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
-    signature = analysis_signature(
-        settings,
+    signature = settings.as_signature(
         rating=rating,
         tie=tie,
-        boot=resamples,
+        resamples=resamples,
         seed=seed,
-        resample=resample,
-        ci="fisher95+percentile95+bca95",
-        diff="zou2007",
+        resample_unit=resample,
+        interval="fisher95+percentile95+bca95",
+        difference="zou2007",
         adjust=adjust,
     )
     return {
-        "signature": signature,
+        "signature": str(signature),
         "n_dialogues": ratings.n_dialogues,
         "n_ratings": int(ratings.value.size),
         "rating": rating,
@@ -173,10 +165,12 @@ def calibrate_study(
     ratings = ratings_for(votes, stats.dialogue_ids, rating, tie)
     terms = FgaTerms.from_statistics(stats, ratings.dialogue_ids)
     result = calibrate(terms, ratings, grid, resamples=resamples, folds=folds, seed=seed, resample=resample)
-    signature = analysis_signature(
-        settings, rating=rating, tie=tie, boot=resamples, folds=folds, seed=seed, resample=resample, fit="grid+brent"
+    # The λ* and r* intervals are bootstrap percentiles; the signature has never said so (no "ci:"), and the
+    # calibration JSON's golden file holds it, so that field stays unset here.
+    signature = settings.as_signature(
+        rating=rating, tie=tie, resamples=resamples, folds=folds, seed=seed, resample_unit=resample, fit="grid+brent"
     )
-    return {"signature": signature, **result}
+    return {"signature": str(signature), **result}
 
 
 # --- a study's analysis: the settings, and the pieces the task kinds compose ---------------------
@@ -430,7 +424,7 @@ def design_summary(
         return {**base, "note": "the design's estimates need votes on at least 3 dialogues"}
     grid = np.linspace(*settings.grid)
     _, on_grid = per_dialogue_metrics(dialogues[chosen], ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid)))
-    fga_grid = np.column_stack([on_grid[f"fga_{v:g}"] for v in grid])[rows]
+    fga_grid = np.column_stack([on_grid[FGA.key(f"{v:g}")] for v in grid])[rows]
     report = adaptive.design_report(
         {k: v[rows] for k, v in values.items()},
         mean,

@@ -26,12 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from formats.dialogue import MULTIWOZ_SLOT_COUNT, MULTIWOZ_SLOTS, Dialogue, bare_slot
-from metrics import __version__
+from metrics.registry import METRICS, SCORE_TABLE, names
 from metrics.scores import RSA_AGGREGATIONS, score_table
+from metrics.signature import Signature
 from metrics.turnstats import TurnStatistics, extract, project_domain
 
-RATE_KEYS = ("jga", "sa", "aga", "rsa", "f1")
-COUNT_KEYS = ("turns", "exact_matches", "turn_matches")
+# The score JSON's keys, from the registry: counts, rates, then the metrics keyed per λ.
+COUNT_KEYS = ("turns", *(m.count[0] for m in METRICS if m.count is not None))
+RATE_KEYS = tuple(m.name for m in SCORE_TABLE if not m.takes_lambda)
+LAMBDA_KEYS = tuple(m.name for m in SCORE_TABLE if m.takes_lambda)
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,28 @@ class ScoreSettings:
             return f"linspace:{values[0]:g}:{values[-1]:g}:{values.size}"
         return ",".join(self.lambda_labels)
 
-    def signature(self) -> str:
-        return (
-            f"metrics:jga+m2+fga+sa+aga+rsa+f1|lambda:{self.lambda_text()}|slots:{self.slot_count}"
-            f"|rsa:{self.rsa}|norm:{'lower+ws' if self.normalise else 'off'}|t_err0:-1|version:{__version__}"
+    def as_signature(self, **analysis) -> Signature:
+        """This scoring's :class:`~metrics.signature.Signature` with every registry metric, plus the
+        analysis settings given (``rating``, ``resamples``, ...).
+
+        >>> signature = ScoreSettings().as_signature(analysis_unit="system")
+        >>> signature.metrics, signature.analysis_unit
+        (('jga', 'm2', 'fga', 'sa', 'aga', 'rsa', 'f1'), 'system')
+        >>> str(signature).split("|")[:3], str(signature).endswith("|t_err0:-1|version:0.1.0|unit:system")
+        (['metrics:jga+m2+fga+sa+aga+rsa+f1', 'lambda:0.25,0.5,0.75,1', 'slots:30'], True)
+        """
+        return Signature(
+            metrics=names(),
+            lambdas=self.lambda_text(),
+            slots=self.slot_count,
+            rsa=self.rsa,
+            normalise=self.normalise,
+            **analysis,
         )
+
+    def signature(self) -> str:
+        """The scoring signature in its one-line form (``score``'s ``"signature"``)."""
+        return str(self.as_signature())
 
 
 def parse_lambdas(text: str) -> tuple[tuple[float, ...], tuple[str, ...]]:
@@ -105,8 +125,8 @@ def _rows(table: dict[str, np.ndarray], labels: Sequence[str], index=None) -> di
     for key in RATE_KEYS:
         value = float(pick(table[key]))
         row[key] = None if math.isnan(value) else value
-    fga_values = pick(table["fga"])
-    row["fga"] = {label: float(v) for label, v in zip(labels, fga_values)}
+    for key in LAMBDA_KEYS:
+        row[key] = {label: float(v) for label, v in zip(labels, pick(table[key]))}
     return row
 
 

@@ -38,7 +38,6 @@ from metrics.planning import dialogues_needed
 
 RATING_MODES = ("mean", "majority", "pairs")
 ADJUSTMENTS = ("holm", "bh", "none")
-Z95 = 1.959963984540054
 
 
 @dataclass

@@ -70,11 +70,6 @@ def first_error_turn(turns: Sequence[TurnDifference]) -> int | None:
     return next((t.index for t in turns if not t.exact), None)
 
 
-def format_triplets(triplets) -> str:
-    """``hotel-area=centre, hotel-stars=0`` or an em dash for none."""
-    return ", ".join(f"{d}-{s}={v}" for d, s, v in triplets) or "—"
-
-
 def format_state(state: BeliefState) -> str:
     """``attraction: area=centre | hotel: day=wednesday people=4`` (empty: ``{}``)."""
     domains: dict[str, list[str]] = {}

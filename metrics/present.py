@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from metrics.registry import FGA, JGA
+
 COEFFICIENTS = (
     ("percent_agreement", "% agreement"),
     ("krippendorff_alpha", "Krippendorff's alpha"),
@@ -263,7 +265,7 @@ def judge_table(report: dict) -> Table:
     return Table("Automatic judges against the human majority", columns, rows, notes)
 
 
-def planning_line(correlation: dict, baseline: str = "jga") -> str | None:
+def planning_line(correlation: dict, baseline: str = JGA.name) -> str | None:
     """How many dialogues the observed difference between the best metric and ``baseline`` needs."""
     rows = [r for r in correlation["metrics"] if r["pearson"] is not None and r["metric"] != baseline]
     best = max(rows, key=lambda r: r["pearson"], default=None)
@@ -285,7 +287,7 @@ def calibration_table(calibration: dict) -> Table:
     rows = [
         ["best λ", number(k["best_lambda"]), interval(k["ci_lambda"])],
         ["r at best λ", number(k["r_best"]), interval(k["ci_r"])],
-        ["r at λ = 0 (JGA)", number(k["r_jga"]), ""],
+        [f"r at λ = 0 ({JGA.label})", number(k["r_jga"]), ""],
         ["r at λ = ∞ (turn match)", number(k["r_turn"]), ""],
         ["cross-validated r", number(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
         ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
@@ -321,15 +323,15 @@ def design_table(design: dict) -> Table:
     key = next((k for k in ("p_holm", "p_bh") if any(k in d for d in design["differences"])), None)
     # The row that answers the study's question leads, named so (the design was chosen for it).
     question = allocation.get("question", "fga_vs_jga")
-    fga = f"fga_{float(allocation.get('lambda', 0.5)):g}"
+    fga = FGA.key(f"{float(allocation.get('lambda', 0.5)):g}")
     first = []
     for d in design["differences"]:
-        if question == "fga_vs_jga" and {d["a"], d["b"]} == {fga, "jga"}:
-            flip = -1 if d["a"] == "jga" else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
+        if question == "fga_vs_jga" and {d["a"], d["b"]} == {fga, JGA.name}:
+            flip = -1 if d["a"] == JGA.name else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
             low_high = None if not d["diff_ci"] else sorted(flip * v for v in d["diff_ci"])
             first.append(
                 [
-                    f"question: r {fga} - r jga",
+                    f"question: r {fga} - r {JGA.name}",
                     number(flip * d["diff"]),
                     interval(low_high),
                     p_value(d["p_value"]),

@@ -1,7 +1,9 @@
 """A straightforward per-turn Python loop in the style of the authors' scripts.
 
 It recomputes every set operation for every λ.  It is the oracle the tests
-compare the vectorised engine with, and the baseline the benchmarks measure.
+compare the vectorised engine with, and the baseline the benchmarks measure: it
+shares only the metric names with the engine (:mod:`metrics.registry`, which
+imports no numpy either), none of its arithmetic.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import math
 
 from formats.dialogue import EMPTY_VALUES, BeliefState
+from metrics.registry import AGA, F1, FGA, JGA, RSA, SA
 
 
 def fga_loop(gold: list[BeliefState], pred: list[BeliefState], lam: float) -> list[float]:
@@ -92,10 +95,10 @@ def corpus_loop(dialogues, lambdas, slot_count: int = 30) -> dict:
                 aga_values.append(value)
     return {
         "turns": turns,
-        "jga": exact / turns,
-        "sa": sa / turns,
-        "aga": sum(aga_values) / len(aga_values) if aga_values else None,
-        "rsa": rsa / turns,
-        "f1": f1 / turns,
-        "fga": {lam: total / turns for lam, total in fga_sums.items()},
+        JGA.name: exact / turns,
+        SA.name: sa / turns,
+        AGA.name: sum(aga_values) / len(aga_values) if aga_values else None,
+        RSA.name: rsa / turns,
+        F1.name: f1 / turns,
+        FGA.name: {lam: total / turns for lam, total in fga_sums.items()},
     }

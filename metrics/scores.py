@@ -20,9 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from metrics.registry import FGA, METRICS, RSA
 from metrics.turnstats import TurnStatistics
 
-RSA_AGGREGATIONS = ("macro", "macro-skip", "micro")
+RSA_AGGREGATIONS = RSA.aggregations
 
 
 def lambda_from_forgetting(turns_to_forget: float, fraction: float) -> float:
@@ -84,24 +85,9 @@ def _per_dialogue_sum(stats: TurnStatistics, values: np.ndarray) -> np.ndarray:
 
 
 def turn_values(stats: TurnStatistics, slot_count: int) -> dict[str, np.ndarray]:
-    """Per-turn values of the turn-averaged metrics (NaN where a turn does not count)."""
-    correct = stats.tstar - stats.misses - stats.wrong
-    with np.errstate(invalid="ignore", divide="ignore"):
-        aga = np.where(stats.n_nonempty_gold > 0, stats.n_hit / stats.n_nonempty_gold, np.nan)
-        rsa = np.where(stats.tstar > 0, correct / stats.tstar, 0.0)
-        precision = np.where(stats.tp + stats.fp > 0, stats.tp / (stats.tp + stats.fp), 0.0)
-        recall = np.where(stats.tp + stats.fn > 0, stats.tp / (stats.tp + stats.fn), 0.0)
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    gold_empty = (stats.tp + stats.fn) == 0
-    f1 = np.where(gold_empty, (stats.fp == 0).astype(float), f1)
-    return {
-        "jga": stats.exact.astype(float),
-        "turn_match": stats.local.astype(float),
-        "sa": (slot_count - stats.misses - stats.wrong) / slot_count,
-        "aga": aga,
-        "rsa": rsa,
-        "f1": f1,
-    }
+    """Per-turn values of the metrics without λ (NaN where a turn does not count), keyed by
+    registry name in registry order: jga, m2, sa, aga, rsa, f1."""
+    return {m.name: m.per_turn(stats, slot_count) for m in METRICS if not m.takes_lambda}
 
 
 def _rsa(stats: TurnStatistics, rsa_values: np.ndarray, aggregation: str, groups: np.ndarray | None):
@@ -145,23 +131,26 @@ def score_table(
 ) -> dict[str, np.ndarray]:
     """Every metric, overall (0-d arrays) or per dialogue (arrays of length D).
 
-    Keys: turns, exact_matches, turn_matches, jga, sa, aga, rsa, f1, and
-    ``fga`` (shape ``(λ,)`` or ``(D, λ)``).  AGA is NaN where no turn has a
-    non-empty gold state.
+    Keys: turns, the registry's counts (exact_matches, turn_matches) and every registry
+    metric by name (jga, m2, fga, sa, aga, rsa, f1); ``fga`` has shape ``(λ,)`` or ``(D, λ)``.
+    A metric is the mean of its per-turn values over the turns it counts, except RSA (by its
+    aggregation) and FGA (from the type-2 distance counts, the whole λ grid at once).  AGA is
+    NaN where no turn has a non-empty gold state.
     """
     groups = stats.dialogue_index if per_dialogue else None
     n = stats.n_dialogues
     values = turn_values(stats, slot_count)
     every_turn = np.ones(stats.n_turns, dtype=bool)
-    table = {
-        "turns": _sum(every_turn, groups, n),
-        "exact_matches": _sum(stats.exact, groups, n),
-        "turn_matches": _sum(stats.local, groups, n),
-        "jga": _mean(values["jga"], every_turn, groups, n),
-        "sa": _mean(values["sa"], every_turn, groups, n),
-        "aga": _mean(values["aga"], stats.n_nonempty_gold > 0, groups, n),
-        "rsa": _rsa(stats, values["rsa"], rsa, groups),
-        "f1": _mean(values["f1"], every_turn, groups, n),
-        "fga": dialogue_fga(stats, lambdas) if per_dialogue else fga(stats, lambdas),
-    }
+    table = {"turns": _sum(every_turn, groups, n)}
+    for metric in METRICS:
+        if metric.count is not None:
+            table[metric.count[0]] = _sum(values[metric.name], groups, n)
+    for metric in METRICS:
+        if metric is FGA:
+            table[metric.name] = dialogue_fga(stats, lambdas) if per_dialogue else fga(stats, lambdas)
+        elif metric is RSA:
+            table[metric.name] = _rsa(stats, values[metric.name], rsa, groups)
+        else:
+            counted = every_turn if metric.counted is None else metric.counted(stats)
+            table[metric.name] = _mean(values[metric.name], counted, groups, n)
     return table

@@ -10,10 +10,10 @@ import time
 
 from sqlalchemy.exc import OperationalError
 
-from annotate.assignment import next_item
 from annotate.store.db import make_engine, write_session
 from annotate.store.models import Annotator
 from annotate.votes import cast_vote
+from tests.store_helpers import next_item
 
 
 def with_retry(function, attempts: int = 20):

@@ -4,7 +4,7 @@ Importing a kind's module registers it; the order here is the order kinds are of
 """
 # ruff: noqa: I001  (the order of the kind imports is the registry's order)
 
-from annotate.kinds.base import KINDS, ItemContext, ItemDraft, Kind, StudyError, analyse, get_kind, register
+from annotate.kinds.base import KINDS, ItemDraft, Kind, StudyError, analyse, get_kind, register
 from annotate.kinds import satisfaction
 from annotate.kinds import coco
 from annotate.kinds import slu

@@ -6,21 +6,20 @@ with :func:`register` (one line in ``annotate/kinds/__init__.py``).  The kind ow
 - how its items are built from data files (``build_items``) and its questions with their
   allowed answers (``questions``: study-level specs; an item may add binary questions of its own,
   as SLU acts do);
-- its part of the annotator's page (``render``) and the keyboard shortcuts it offers;
 - its analysis beyond agreement and majority labels (``summarise``), and, when it has them,
   its dialogues with predictions (``dialogues``: the satisfaction kind's metric analysis and
   FGA-text export);
-- the export formats it adds to the generic ones (``export_formats``).
+- the export formats it adds to the generic ones (``export_formats``);
+- a short text that recalls an item (``preview``, the going-back list).
 
-No Streamlit here: ``render`` receives the ``streamlit`` module from the page that calls it
-(``annotate/pages``), so Streamlit stays in the pages.
+No Streamlit here: how an item is drawn, with its buttons and keyboard shortcuts, is the kind's
+view in ``annotate/pages/views/<kind>.py`` (registered with ``register_view``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from formats.dialogue import Dialogue
 from formats.tidy import VoteTable
@@ -44,30 +43,6 @@ class ItemDraft:
     audio: tuple[str, str, bytes] | None = None  # (file name, MIME type, bytes): the item's recording
 
 
-@dataclass
-class ItemContext:
-    """What a kind's ``render`` gets from the annotator's page."""
-
-    item: Any  # the item (key, payload, questions; never shown: condition)
-    answers: dict[str, str]  # this annotator's current answers on it
-    vote: Callable[[dict[str, str], bool], None]  # store answers; True: the judgement is complete, go on
-    skip_button: Callable[[], None]  # draws the Skip button (shortcut s)
-    comment_box: Callable[[], None]  # draws the optional comment
-    state: MutableMapping  # the page's session state (for widget defaults)
-    finish: Callable[[], None]  # go on without storing anything (nothing changed)
-    audio: Callable[[], tuple[str, str, bytes] | None] = lambda: None  # the item's recording, when it has one
-
-    def key(self, name: str) -> str:
-        """A widget key of this item's answer buttons: with the item id in it, a press that reaches the
-        server after the tab moved on to another item matches no button there (``annotate.screen``)."""
-        key = f"{name}-{self.item.id}"
-        self.state.setdefault(ANSWER_KEYS, {})[key] = self.item.id  # so a press is seen before the database is
-        return key
-
-
-ANSWER_KEYS = "answer-button-keys"  # widget key -> item id, of the answer buttons drawn in this session
-
-
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -75,8 +50,6 @@ class Kind:
     inputs: str  # which files make a study of this kind (Studies page, CLI help)
     questions: tuple[dict, ...]
     build_items: Callable[[Sequence, str | None], list[ItemDraft]]
-    render: Callable[[Any, ItemContext], None]
-    shortcuts: tuple[tuple[str, str], ...] = ()
     takes_condition: bool = True
     dialogues: Callable[[Sequence], dict[str, list[Dialogue]]] | None = None
     summarise: Callable[..., dict] | None = None  # (votes, dialogues, settings, condition, progress) -> extra results
@@ -116,10 +89,10 @@ def analyse(
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
     items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold.
 
-    ``design`` says how the study spent its judgements (``annotate.allocation``): ``uniform``, or
-    ``adaptive`` with every correlation, difference and λ* recomputed with 1/π weights
-    (``metrics.analysis.design_summary``): the unweighted sections then describe the judged dialogues
-    only, not the pool."""
+    The result's ``design`` says how the study spent its judgements (``annotate.allocation``; the
+    items' π and the ``allocation`` settings given here): ``uniform``, or ``adaptive`` with every
+    correlation, difference and λ* recomputed with 1/π weights (``metrics.analysis.design_summary``):
+    the unweighted sections then describe the judged dialogues only, not the pool."""
     report = progress or (lambda fraction, text: None)
     report(0.1, "agreement")
     result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items))}
@@ -143,9 +116,3 @@ def question_spec(questions: Sequence[dict], name: str) -> dict:
         if spec["name"] == name:
             return spec
     return {"name": name, "type": "binary", "required": True, "label": name}
-
-
-def context_turns(st, turns) -> None:
-    """Earlier or later turns as plain text: ``[index] Sys ...`` / ``[index] Usr ...``."""
-    for index, system, user_turn in turns:
-        st.text(f"[{index}] Sys  {system}\n[{index}] Usr  {user_turn}")

@@ -9,7 +9,7 @@ CoCo paper's Table 3 layout (per condition, % human-like and % correct by majori
 
 from __future__ import annotations
 
-from annotate.kinds.base import ItemContext, ItemDraft, Kind, StudyError, context_turns, register
+from annotate.kinds.base import ItemDraft, Kind, StudyError, register
 from formats import ReaderError, coco_eval, detect_format, expand_paths, trade_dials
 from formats.errors import read_text
 from metrics.analysis import coco_summary
@@ -100,52 +100,6 @@ def item_view(payload: dict) -> dict:
     }
 
 
-QUESTION_SHORT = {
-    "human_like": "Human-like: fluent and consistent with the dialogue so far?",
-    "correct": "Correct: expresses exactly the turn-level belief state shown?",
-}
-BUTTONS = {  # question -> (label, shortcut, value): the keys 1-4 of every CoCo item
-    "human_like": (("Human-like: yes (1)", "1", "1"), ("Human-like: no (2)", "2", "0")),
-    "correct": (("Correct: yes (3)", "3", "1"), ("Correct: no (4)", "4", "0")),
-}
-
-
-def render(st, ctx: ItemContext) -> None:
-    """What is judged first, then the answers, then the context: at 1400x900 the system utterance, the
-    candidate user turn, its turn-level state, both questions with their buttons, Skip and the comment are
-    on the first screen on arrival (``tests/browser/test_browser_fold.py``); the dialogue so far follows
-    below, for reading on."""
-    item, answers = ctx.item, ctx.answers
-    view = item_view(item.payload)
-    with st.container(border=True, gap="xsmall"):
-        st.caption("Last system turn")
-        st.text(view["system"])
-        st.caption("User turn to judge")
-        st.text(view["user"])
-        st.caption("Turn-level belief state it should express")
-        st.text(view["turn_label"])
-    shown = {q: YES_NO.get(answers.get(q, ""), "—") for q in ("human_like", "correct")}
-    questions = st.columns([8, 8, 3], vertical_alignment="bottom")  # each question over its two buttons
-    for column, question in zip(questions, ("human_like", "correct")):
-        column.caption(f"{QUESTION_SHORT[question]} Your answer: {shown[question]}")
-    with questions[2].popover("Comment", use_container_width=True):
-        ctx.comment_box()
-    columns = st.columns([4, 4, 4, 4, 3])
-    for column, (question, (label, key, value)) in zip(columns, [(q, b) for q in BUTTONS for b in BUTTONS[q]]):
-        chosen = answers.get(question) == value
-        if column.button(
-            label, shortcut=key, key=ctx.key(f"coco-{key}"), type="primary" if chosen else "secondary", use_container_width=True
-        ):
-            other = "correct" if question == "human_like" else "human_like"
-            ctx.vote({question: value}, other in answers)
-    with columns[4]:
-        ctx.skip_button()
-    st.subheader("Dialogue so far")
-    if not view["history"]:
-        st.caption("(this is the first turn)")
-    context_turns(st, view["history"])
-
-
 KIND = register(
     Kind(
         name="coco",
@@ -153,8 +107,6 @@ KIND = register(
         inputs="the CoCo run_eval.py JSON + its TRADE dialogue file",
         questions=QUESTIONS,
         build_items=build_items,
-        render=render,
-        shortcuts=(("1", "human-like: yes"), ("2", "human-like: no"), ("3", "correct: yes"), ("4", "correct: no"), ("s", "skip")),
         summarise=summarise,
         guideline=GUIDELINE,
         preview=lambda payload: payload["user"],

@@ -17,7 +17,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotate.kinds.base import ItemContext, ItemDraft, Kind, register
+from annotate.kinds.base import ItemDraft, Kind, register
 from formats import ReaderError, expand_paths, read_file_detected, trade_dials
 from formats.dialogue import Dialogue, Turn
 from metrics.analysis import metrics_summary
@@ -231,53 +231,6 @@ def turns_html(turns: list[SatisfactionTurn]) -> str:
     return STYLE + "<table class='dstj-turns'>" + columns + header + "".join(_turn_row(t) for t in turns) + "</table>"
 
 
-# --- the page -----------------------------------------------------------------------------
-
-
-def render(st, ctx: ItemContext) -> None:
-    """The question and its buttons first (visible on arrival), then where the first error entered
-    (with a jump to that turn), then the dialogue as one compact row per turn."""
-    item, answers = ctx.item, ctx.answers
-    turns, first_error = satisfaction_view(item.payload)
-    current = answers.get("satisfied")
-    question, comment = st.columns([5, 2], vertical_alignment="bottom")
-    question.markdown("**Are you satisfied with how the model tracked the user's intent over the whole dialogue?**")
-    with comment.popover("Comment (optional)", use_container_width=True):
-        ctx.comment_box()
-    left, middle, right, note = st.columns([2, 2, 1, 4], vertical_alignment="center")
-    if left.button(
-        "Satisfied (1)",
-        shortcut="1",
-        key=ctx.key("sat-1"),
-        type="primary" if current == "1" else "secondary",
-        use_container_width=True,
-    ):
-        ctx.vote({"satisfied": "1"}, True)
-    if middle.button(
-        "Not satisfied (0)",
-        shortcut="0",
-        key=ctx.key("sat-0"),
-        type="primary" if current == "0" else "secondary",
-        use_container_width=True,
-    ):
-        ctx.vote({"satisfied": "0"}, True)
-    with right:
-        ctx.skip_button()
-    if current is not None:
-        note.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
-    if first_error is None:
-        st.success("✓ Every turn matches exactly.")
-    else:
-        st.error(
-            f"✗ The first error entered at turn {int(first_error)} of {len(turns)}. "
-            f"[Jump to turn {int(first_error)}](#{turn_anchor(first_error)})"
-        )
-    st.caption(
-        "✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — − missing · + extra · ≠ wrong value"
-    )
-    st.html(turns_html(turns))
-
-
 KIND = register(
     Kind(
         name="satisfaction",
@@ -285,8 +238,6 @@ KIND = register(
         inputs="FGA text files, or FGA result JSON or TRADE predictions + the TRADE dialogue file they were made on",
         questions=QUESTIONS,
         build_items=build_items,
-        render=render,
-        shortcuts=(("1", "satisfied"), ("0", "not satisfied"), ("s", "skip")),
         dialogues=dialogues,
         summarise=summarise,
         export_formats=("correlation-csv", "calibration-json", "fga-text"),

@@ -12,7 +12,7 @@ Export: DSTC ``labels.json`` per call.
 
 from __future__ import annotations
 
-from annotate.kinds.base import ItemContext, ItemDraft, Kind, context_turns, register
+from annotate.kinds.base import ItemDraft, Kind, register
 from formats import ReaderError, dstc
 from formats.dstc import TRANSCRIPTION_STATUSES
 from formats.tidy import VoteTable, votes_from_rows
@@ -128,108 +128,6 @@ def item_view(payload: dict) -> dict:
     }
 
 
-ACT_KEYS = tuple("123456789")  # act n's shortcut; s is skip, Ctrl+Enter saves
-
-
-def _flip(state, key: str) -> None:
-    """A shortcut press: unmarked or incorrect -> correct, correct -> incorrect."""
-    state[key] = "0" if state.get(key) == "1" else "1"
-
-
-def render(st, ctx: ItemContext) -> None:
-    """Everything to act on is on the first screen on arrival at 1400x900 (``tests/browser/test_browser_fold.py``):
-    on the left the turn (its system prompt, the recording, the transcription box with its status, then the
-    ASR N-best it starts from); on the right *Save and next*, *Skip* and the comment, then one compact row
-    per recognised act.  The two turns before and after are context and come below both columns."""
-    item, answers = ctx.item, ctx.answers
-    view = item_view(item.payload)
-    turn, acts = st.columns([1, 1], gap="medium")
-    with turn:
-        with st.container(border=True):
-            st.caption("System prompt of this turn")
-            st.text(view["system"])
-            recording = ctx.audio() if item.payload.get("audio") else None
-            if recording is not None:  # the caller's own words, when the call folder had the audio
-                st.audio(recording[2], format=recording[1])
-            transcription_key = f"transcription-{item.id}"
-            if transcription_key not in ctx.state:
-                ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
-            box, status_box = st.columns([3, 2])
-            box.text_input("Transcription (what the caller actually said)", key=transcription_key)
-            status_now = answers.get("transcription_status", view["transcription_status"])
-            status = status_box.selectbox(
-                "Transcription status",
-                TRANSCRIPTION_STATUSES,
-                index=TRANSCRIPTION_STATUSES.index(status_now),
-                key=f"status-{item.id}",
-            )
-            st.caption("What the recogniser heard (ASR N-best)")
-            st.text("\n".join(view["asr"]) or "(nothing)")
-    with acts:
-        keys = {name: f"act-{item.id}-{position}" for position, (name, _score, _auto) in enumerate(view["acts"])}
-        for name, _score, auto in view["acts"]:  # the defaults live in the state, so a shortcut can flip them
-            if keys[name] not in ctx.state:
-                ctx.state[keys[name]] = answers.get(name, "1" if auto else None)
-        save, skip, comment = st.columns([5, 2, 4])
-        if save.button("Save and next", shortcut="Ctrl+Enter", key=ctx.key("slu-save"), type="primary"):
-            choices = {name: ctx.state.get(key) for name, key in keys.items()}
-            missing = [name for name, value in choices.items() if value is None]
-            if missing:
-                st.warning(f"Mark every act correct or incorrect first ({len(missing)} left).")
-            else:
-                answers_now = {**choices, "transcription": ctx.state[transcription_key], "transcription_status": status}
-                # A change adds events only for what changed; a first judgement stores everything.
-                changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
-                if changed:
-                    ctx.vote(changed, True)
-                else:
-                    ctx.finish()
-        with skip:
-            ctx.skip_button()
-        with comment.popover("Comment (optional)", use_container_width=True):
-            ctx.comment_box()
-        st.markdown("**Recognised acts: does each capture the complete meaning?**")
-        with st.container(gap="xsmall"):  # compact rows: eight acts fit on the first screen
-            _act_rows(st, ctx, view, keys)
-        if any(auto for _name, _score, auto in view["acts"]) and not answers:
-            st.caption("auto: pre-marked correct, it matches the label file")
-    if view["before"] or view["after"]:
-        st.caption("Context: the turns before and after this one")
-        context_turns(st, view["before"])
-        st.text(f"[{item.payload['turn_index']}] (this turn)")
-        context_turns(st, view["after"])
-
-
-def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
-    """One row per recognised act: its shortcut key, its name and score, correct / incorrect."""
-    if not view["acts"]:
-        st.text("The recogniser found no act in this turn: check the transcription and save.")
-    for position, (name, score, auto) in enumerate(view["acts"]):
-        key = keys[name]
-        shortcut = ACT_KEYS[position] if position < len(ACT_KEYS) else None
-        press, label, choice = st.columns([2, 9, 7], vertical_alignment="center", gap="small")
-        if shortcut:
-            press.button(
-                "toggle",
-                shortcut=shortcut,
-                key=f"{key}-key",
-                on_click=_flip,
-                args=(ctx.state, key),
-                help=f"Press {shortcut}: correct, press again: incorrect",
-            )
-        unjudged = ctx.answers.get(name) is None
-        label.text(f"{name}  {score:.2f}" + ("  auto" if auto and unjudged else ""))
-        with choice:
-            st.radio(
-                f"act {position + 1}",
-                ["1", "0"],
-                format_func=lambda v: "correct" if v == "1" else "incorrect",
-                horizontal=True,
-                label_visibility="collapsed",
-                key=key,
-            )
-
-
 KIND = register(
     Kind(
         name="slu",
@@ -237,8 +135,6 @@ KIND = register(
         inputs="DSTC call folders (as a .zip in the app)",
         questions=QUESTIONS,
         build_items=build_items,
-        render=render,
-        shortcuts=(("1-9", "act n: correct, again: incorrect"), ("Ctrl+Enter", "save and next"), ("s", "skip")),
         takes_condition=False,
         export_formats=("dstc-labels",),
         summarise=summarise,

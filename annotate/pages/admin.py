@@ -3,13 +3,16 @@ admin check; every action goes through annotate.service, which checks again."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import streamlit as st
 
 from annotate import service
-from annotate.allocation import QUESTIONS, allocation_line, judgements_total
+from annotate.allocation import QUESTIONS, judgements_total
 from annotate.kinds import KINDS
 from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top, show_refusal
 from annotate.pages.tables import show_table
+from annotate.reports import allocation_line
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
 
@@ -137,7 +140,7 @@ def _change_study(engine, user, study) -> None:
             key = st.text_input("Item key to re-open for one more judgement")
             condition_value = st.text_input("Its condition (empty if none)")
             if st.form_submit_button("Re-open item"):
-                guard(lambda: service.reopen(engine, user, study.id, key, condition_value), "Item re-opened.")
+                guard(lambda: service.reopen(engine, user, study.id, key.strip(), condition_value.strip()), "Item re-opened.")
         with st.form(f"gold-{study.id}", clear_on_submit=True):
             gold = st.file_uploader("Attention checks (CSV: item, question, value[, condition])", type=["csv"])
             if st.form_submit_button("Upload gold answers") and gold is not None:
@@ -153,7 +156,7 @@ def _change_study(engine, user, study) -> None:
     with log_tab:
         log = service.study_changes(engine, user, study.id)
         if log:
-            show_table(log, f"study-{study.id}-changes")
+            show_table([asdict(c) for c in log], f"study-{study.id}-changes")
         else:
             st.text("No change since the study was created.")
 
@@ -162,7 +165,7 @@ def _membership_and_guideline(engine, user, study) -> None:
     """Who may annotate the study, and its guideline."""
     left, right = st.columns(2)
     with left.form(f"members-{study.id}"):
-        people = [a["name"] for a in service.list_annotators(engine, user) if a["role"] == "annotator"]
+        people = [a.name for a in service.list_annotators(engine, user) if a.role == "annotator"]
         current = service.study_members(engine, user, study.id)
         chosen = st.multiselect("Members (none: open to every annotator)", people, default=[p for p in current if p in people])
         if st.form_submit_button("Set members"):
@@ -221,7 +224,7 @@ def _design_settings(engine, user, study) -> None:
                 )
             )
             if drawn:
-                note.success(f"Design set: {drawn['policy']}, {drawn['included']} of {drawn['items']} items will be judged.")
+                note.success(f"Design set: {drawn.policy}, {drawn.included} of {drawn.items} items will be judged.")
 
 
 def _crowd_settings(engine, user, study) -> None:
@@ -275,21 +278,21 @@ def _crowd_settings(engine, user, study) -> None:
     _crowd_joins(joins)
 
 
-def _crowd_joins(joins: dict) -> None:
-    """Places taken and joins per minute (a link shared where it should not be shows here first)."""
+def _crowd_joins(joins) -> None:
+    """Places taken and joins per minute (``crowd.JoinStats``; a link shared where it should not be shows here first)."""
     taken, last, rate = st.columns(3)
     taken.metric(
         "Workers joined",
-        f"{joins['joined']} of {joins['places']}",
-        help="places: the study's need" if joins["places_default"] else "places: set above",
+        f"{joins.joined} of {joins.places}",
+        help="places: the study's need" if joins.places_default else "places: set above",
     )
-    last.metric("Joins in the last minute", joins["last_minute"])
+    last.metric("Joins in the last minute", joins.last_minute)
     rate.metric(
         "Joins per minute (last 10 minutes)",
-        f"{joins['per_minute']:.1f}",
-        help=f"{joins['last_10_minutes']} in the last 10 minutes, {joins['last_hour']} in the last hour",
+        f"{joins.per_minute:.1f}",
+        help=f"{joins.last_10_minutes} in the last 10 minutes, {joins.last_hour} in the last hour",
     )
-    st.caption("Joins per minute, the last 10 minutes (oldest first): " + " ".join(str(n) for n in joins["per_minute_series"]))
+    st.caption("Joins per minute, the last 10 minutes (oldest first): " + " ".join(str(n) for n in joins.per_minute_series))
 
 
 def _set_archived(study_id: int, archived: bool) -> None:
@@ -363,7 +366,7 @@ def annotators_page() -> None:
     user = require_admin_page()
     engine = app_engine()
     st.title("Annotators")
-    show_table(service.list_annotators(engine, user), "annotators")
+    show_table([asdict(a) for a in service.list_annotators(engine, user)], "annotators")
     left, right = st.columns(2)
     with left.form("add-annotator", clear_on_submit=True):
         st.subheader("Add")
@@ -389,51 +392,57 @@ def progress_page() -> None:
         return
     report = service.study_progress(engine, user, study.id)
     design = service.allocation_settings(engine, user, study.id)
-    total = judgements_total(design, report["judgements_needed"])  # the budget when it is smaller (it closes the study)
+    total = judgements_total(design, report.judgements_needed)  # the budget when it is smaller (it closes the study)
     left, middle, right = st.columns(3)
     left.metric(
         "Judgements",
-        f"{report['judgements_done']} / {total}",
-        help=f"the study's budget; {report['judgements_needed']} places in all" if total < report["judgements_needed"] else None,
+        f"{report.judgements_done} / {total}",
+        help=f"the study's budget; {report.judgements_needed} places in all" if total < report.judgements_needed else None,
     )
     middle.metric(
         "Items complete",
-        f"{report['items_complete']} / {report['items']}",
-        help=f"{report['items_left_out']} items left out by the adaptive design's draw" if report["items_left_out"] else None,
+        f"{report.items_complete} / {report.items}",
+        help=f"{report.items_left_out} items left out by the adaptive design's draw" if report.items_left_out else None,
     )
-    right.metric("Vote events", report["vote_events"])
-    st.progress(min(1.0, report["judgements_done"] / total) if total else 1.0)
+    right.metric("Vote events", report.vote_events)
+    st.progress(min(1.0, report.judgements_done / total) if total else 1.0)
     _design_status(engine, user, study, design)
     st.subheader("Per annotator")
     st.caption(
         "People with at least one vote in this study: judgements done, items they hold open now, median "
         "seconds per item; 'fast' flags a median under 2 s or under a quarter of the study's median."
     )
-    if report["annotators"]:
-        timing, attention = report["time_per_item"], report["attention"]
-        checks = lambda n: {f"gold {k}": v for k, v in attention.get(n, {}).items()}  # noqa: E731
-        show_table(
-            [{"annotator": n, **c, **timing.get(n, {}), **checks(n)} for n, c in report["annotators"].items()],
-            "progress per annotator",
-        )
+    if report.annotators:
+        timing, attention = report.time_per_item, report.attention
+
+        def row(name, counts) -> dict:
+            checks = asdict(attention[name]) if name in attention else {}
+            return {
+                "annotator": name,
+                **asdict(counts),
+                **(asdict(timing[name]) if name in timing else {}),
+                **{f"gold {k}": v for k, v in checks.items()},
+            }
+
+        show_table([row(n, c) for n, c in report.annotators.items()], "progress per annotator")
     else:
         st.text("Nobody has voted yet.")
-    if report["workers"]:
-        flagged = sum(w["flagged"] for w in report["workers"])
-        st.subheader(f"Crowd workers ({len(report['workers'])}, {flagged} flagged)")
+    if report.workers:
+        flagged = sum(w.flagged for w in report.workers)
+        st.subheader(f"Crowd workers ({len(report.workers)}, {flagged} flagged)")
         st.caption(
             "'flagged': at least one attention check (a gold item) answered wrongly; 'finished': shown the "
             "completion code.  Their votes are exported with annotator_kind 'crowd' and the platform's id."
         )
-        show_table(report["workers"], "progress crowd workers")
-    if report["held"]:
+        show_table([asdict(w) for w in report.workers], "progress crowd workers")
+    if report.held:
         st.caption(
             "Places held now (an item open on someone's screen; released on a vote, skip, logout, study switch "
             "or after the study's timeout)."
         )
-        show_table([{"annotator": n, "places held": c} for n, c in report["held"].items()], "progress places held")
+        show_table([{"annotator": n, "places held": c} for n, c in report.held.items()], "progress places held")
     st.subheader("Per item")
-    show_table(report["per_item"], "progress per item")
+    show_table([asdict(i) for i in report.per_item], "progress per item")
     st.subheader("Download the votes")
     left, right = st.columns(2)
     votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)
@@ -458,7 +467,7 @@ def _design_status(engine, user, study, design: dict) -> None:
     if not status:
         return
     st.text(allocation_line(status))  # numbers only: shown as text
-    if status.get("closed_now"):
+    if status.closed_now:
         st.success("The target interval width is reached: the study is closed (archived) and takes no more judgements.")
 
 

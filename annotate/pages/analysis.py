@@ -1,8 +1,9 @@
 """Admin page: a study's analysis — progress, majority labels, agreement, correlation, λ calibration.
 
-Numbers come from ``annotate.study_data`` (the task kind's analysis, built from the same functions
-as the ``python -m metrics`` commands); this page only lays them out.  Tables go through ``st.dataframe``, which shows
-cell text as text (``annotate.pages.tables``: without Streamlit's own export, with a spreadsheet-safe CSV download).
+Numbers come from ``annotate.service`` (the cached analysis of ``annotate.reports``: the task kind's
+analysis, built from the same functions as the ``python -m metrics`` commands); this page only lays
+them out.  Tables go through ``st.dataframe``, which shows cell text as text (``annotate.pages.tables``:
+without Streamlit's own export, with a spreadsheet-safe CSV download).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from annotate.kinds import KINDS
 from annotate.pages import tables
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
-from annotate.study_data import judge_study, study_analysis, study_conditions
 from exports.charts import metric_rating_chart, r_lambda_chart
 from metrics import present
 from metrics.analysis import AnalysisSettings
@@ -79,19 +79,19 @@ def render() -> None:
     settings = _settings_form(engine, user, study)
     progress_report = service.study_progress(engine, user, study.id)
     left, middle, right = st.columns(3)
-    total = judgements_total(service.allocation_settings(engine, user, study.id), progress_report["judgements_needed"])
-    left.metric("Judgements", f"{progress_report['judgements_done']} / {total}")  # against the budget, as on Progress
-    middle.metric("Items complete", f"{progress_report['items_complete']} / {progress_report['items']}")
-    right.metric("Vote events", progress_report["vote_events"])
+    total = judgements_total(service.allocation_settings(engine, user, study.id), progress_report.judgements_needed)
+    left.metric("Judgements", f"{progress_report.judgements_done} / {total}")  # against the budget, as on Progress
+    middle.metric("Items complete", f"{progress_report.items_complete} / {progress_report.items}")
+    right.metric("Vote events", progress_report.vote_events)
     condition = None
     if KINDS[study.kind].dialogues is not None:  # metrics are analysed one system (condition) at a time
-        systems = guard(lambda: study_conditions(engine, user, study.id)) or []
+        systems = guard(lambda: service.study_conditions(engine, user, study.id)) or []
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
     # study_analysis keeps one result per study state and settings (shared with the exports and the
     # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
     bar = st.progress(0.0, text="analysing")
     result = guard(
-        lambda: study_analysis(
+        lambda: service.study_analysis(
             engine,
             user,
             study.id,
@@ -129,7 +129,9 @@ def _judges_section(study, user, seed: int, questions: list[str]) -> None:
         question = left.selectbox("Question", questions, key=f"judges-question-{study.id}") if questions else None
         upload = right.file_uploader("Judges' labels", type=["csv"], key=f"judges-{study.id}")
         if upload is not None:
-            report = guard(lambda: judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), question, seed=seed))
+            report = guard(
+                lambda: service.judge_study(app_engine(), user, study.id, upload.name, upload.getvalue(), question, seed=seed)
+            )
             if isinstance(report, dict):
                 show_table(present.judge_table(report), subheader=False)
 

@@ -11,11 +11,14 @@ import time
 import streamlit as st
 
 from annotate import screen, service
-from annotate.auth import StudyClosed
-from annotate.kinds import KINDS, ItemContext
+from annotate.auth import PermissionDenied, StudyClosed
+from annotate.kinds import KINDS
+from annotate.loop import NotLoggedIn
 from annotate.pages import join, outage
-from annotate.pages.context import app_engine, guard, require_user, scroll_to_top
+from annotate.pages.context import app_engine, require_user, scroll_to_top, show_refusal
+from annotate.pages.views import VIEWS, ItemContext
 from annotate.service import StudySummary
+from annotate.store.db import unreachable
 from annotate.store.models import WORKER
 
 
@@ -44,7 +47,7 @@ def render() -> None:
         st.session_state["annotating-study"] = study.id
     with st.sidebar.expander("Guideline", icon=":material/menu_book:"):  # beside the item, never pushing it down
         st.text(study.guideline or "No guideline was given for this study.")
-    item_panel(study, user.id)
+    item_panel(study)
 
 
 def _rerun_item() -> None:
@@ -57,11 +60,6 @@ def _rerun_item() -> None:
         st.rerun()
 
 
-def _finish(study: StudySummary, item_id: int) -> None:
-    screen.leave(st.session_state, study.id, item_id)
-    _rerun_item()
-
-
 def _seconds(item_id: int) -> float:
     return round(time.time() - st.session_state.get(f"shown-{item_id}", time.time()), 3)
 
@@ -69,118 +67,176 @@ def _seconds(item_id: int) -> float:
 def _outcome_note(study: StudySummary) -> None:
     """What became of this tab's last answer, when there is something to say (a refused answer)."""
     outcome = st.session_state.pop(f"outcome-{study.id}", None)
-    settled = screen.settle(app_engine(), require_user(), st.session_state)  # an answer sent during an outage
-    if settled is not None:
-        (st.success if settled.stored else st.warning)(settled.message)
+    if st.session_state.get(screen.OUTAGE):  # an answer sent during an outage: was it stored?
+        settled = screen.settle(app_engine(), require_user(), st.session_state)
+        if settled is not None:
+            (st.success if settled.stored else st.warning)(settled.message)
     if outcome is not None:
         st.warning(outcome.message, icon=":material/move_down:")
         st.text(outcome.detail)  # names the item: plain text
+    refusal = st.session_state.pop(f"refusal-{study.id}", None)
+    if refusal is not None:
+        show_refusal(*refusal)
 
 
 @st.fragment
-def item_panel(study: StudySummary, user_id: int) -> None:
+def item_panel(study: StudySummary) -> None:
     outage.shielded(lambda: _item_panel(study))  # a vote re-runs only this fragment: shield it too
 
 
 def _item_panel(study: StudySummary) -> None:
-    if st.session_state.pop("rerun-app", False):  # another study was chosen from inside the item area
+    """One item: the screen comes from one read, or from the write of this tab's last answer (the run
+    after a vote reads nothing: ``annotate.screen``)."""
+    state = st.session_state
+    if state.pop("rerun-app", False) or state.pop(LOGGED_OUT, False):  # a study chosen inside the item area; login gone
         st.rerun()
-    user = require_user()
-    engine = app_engine()
-    progress = service.my_progress(engine, user, study.id)
-    quota = service.crowd_status(engine, user)["quota"] if user.role == WORKER else None
-    if quota:
-        st.progress(min(1.0, progress["mine"] / quota), text=f"You have judged {progress['mine']} of {quota} items")
-    else:
-        st.progress(
-            progress["study_fraction"],
-            text=f"You have judged {progress['mine']} items · the study is {100 * progress['study_fraction']:.0f}% complete",
-        )
-    history = service.my_history(engine, user, study.id)
-    review_key = screen.review_key(study.id)
-    with st.expander("Go back to an earlier item"):
-        if history:
-            labels = service.history_labels(engine, user, study.id, history)
-            choice = st.selectbox(
-                "Item you skipped or judged (skipped first, then newest first)",
-                list(labels),
-                format_func=labels.get,
-                key=f"back-{study.id}",
-            )
-            if st.button("Open it", key=f"open-{study.id}"):
-                st.session_state[review_key] = choice
-        else:
-            st.caption("You have not judged or skipped anything in this study yet.")
+    failed = state.pop(CALLBACK_OUTAGE, None)
+    if failed is not None:  # the last answer's write found the database unreachable
+        raise failed
+    engine, token = app_engine(), state.get("token")
     _outcome_note(study)
-    review_id = st.session_state.get(review_key)
-    # The item on this tab's screen stays until this tab acts on it, so every answer lands on the item
-    # the annotator saw (annotate.screen).
     try:
-        item = guard(lambda: screen.shown(engine, user, study.id, st.session_state), keep=StudyClosed)
+        now = screen.current(engine, None, study.id, state, token=token)
+    except NotLoggedIn:
+        st.error("Please log in.")
+        state[LOGGED_OUT] = True
+        return
     except StudyClosed:
+        _closed(study)
+        return
+    except PermissionDenied as err:
+        show_refusal("Not allowed.", str(err))
+        return
+    user, item = now.user, now.item
+    if now.closed:
         _closed(study, user)
         return
-    if not item or item is True:
+    fraction, words = now.progress.bar()
+    st.progress(fraction, text=words)
+    _go_back(study, user, now.has_history)
+    if item is None:
         if user.role == WORKER:
             join.finished(user)  # the completion code
         else:
             st.success("No more items for you in this study. Thank you!")
         return
-    if review_id:
-        if any(item_id == review_id and state == "skipped" for item_id, _key, state in history):
+    review_id = state.get(screen.review_key(study.id))
+    if review_id == item.id:
+        if state.get(f"review-state-{item.id}") == "skipped":
             st.info("You skipped this item earlier; judge it now, or go back to new items.")
         else:
             st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
-        if st.button("Back to new items", key=f"leave-review-{item.id}"):
-            _finish(study, item.id)
+        st.button("Back to new items", key=f"leave-review-{item.id}", on_click=screen.leave, args=(state, study.id, item.id))
     scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
-    st.session_state.setdefault(f"shown-{item.id}", time.time())
-    answers = service.my_answers(engine, user, item.id)
+    state.setdefault(f"shown-{item.id}", time.time())
     comment_key = f"comment-{item.id}"
-    if comment_key not in st.session_state:
-        st.session_state[comment_key] = service.my_comment(engine, user, item.id)
+    if comment_key not in state:
+        state[comment_key] = now.comment
     context = ItemContext(
         item=item,
-        answers=answers,
-        state=st.session_state,
-        vote=lambda chosen, done: _vote(study, item, chosen, done=done),
-        skip_button=lambda: _skip_button(study, item),
-        comment_box=lambda: st.text_input("Comment (optional)", key=f"comment-{item.id}"),
-        finish=lambda: _finish(study, item.id),
+        answers=now.answers,
+        state=state,
+        vote=lambda chosen, done: (_answer(study.id, item.id, chosen, done), _rerun_item()),
+        skip_button=lambda: st.button(
+            "Skip", shortcut="s", key=f"skip-{item.id}", help="Pass on this item (s)", on_click=_skip, args=(study.id, item.id)
+        ),
+        comment_box=lambda: st.text_input("Comment (optional)", key=comment_key),
+        finish=lambda: (screen.leave(state, study.id, item.id), _rerun_item()),
         audio=lambda: service.item_audio(engine, user, item.id),
+        on_answer=lambda chosen, done: _answer(study.id, item.id, chosen, done),
+        on_finish=lambda: screen.leave(state, study.id, item.id),
     )
-    KINDS[study.kind].render(st, context)
-    st.session_state.pop(screen.PRESSED, None)  # this run reached the database: nothing left unsent
+    VIEWS[study.kind](st, context)
 
 
-def _vote(study: StudySummary, item, answers: dict[str, str], *, done: bool) -> None:
-    """The answers given to ``item``, the item this run shows (the tab's screen), stored on it or refused."""
-    engine, user = app_engine(), require_user()
-    comment = st.session_state.get(f"comment-{item.id}", "")
+def _go_back(study: StudySummary, user, has_history: bool) -> None:
+    """The go-back list, read only while its expander is open."""
+    box = st.expander("Go back to an earlier item", key=f"back-box-{study.id}", on_change="rerun")
+    with box:
+        if not has_history:
+            st.caption("You have not judged or skipped anything in this study yet.")
+        elif box.open:
+            earlier = {e.item_id: e for e in service.history(app_engine(), user, study.id)}
+            choice = st.selectbox(
+                "Item you skipped or judged (skipped first, then newest first)",
+                list(earlier),
+                format_func=lambda item_id: earlier[item_id].label,
+                key=f"back-{study.id}",
+            )
+            if choice is not None:
+                st.button("Open it", key=f"open-{study.id}", on_click=_open_earlier, args=(study.id, earlier[choice]))
+
+
+def _open_earlier(study_id: int, earlier) -> None:
+    """*Open it* (a callback): the chosen item comes on the screen for review, and the box closes so the
+    item's buttons stay on the first screen."""
+    state = st.session_state
+    state[screen.review_key(study_id)] = earlier.item_id
+    state[f"review-state-{earlier.item_id}"] = earlier.state
+    state[f"back-box-{study_id}"] = False
+
+
+def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool) -> None:
+    """An answer button's callback: the answers stored on ``item_id`` (the item the tab showed) in one
+    write that returns the next screen, before the item fragment runs; what went wrong is kept for
+    that run to show."""
+    state = st.session_state
+    comment = state.get(f"comment-{item_id}", "")
     try:
-        outcome = guard(
-            lambda: screen.vote(
-                engine, user, study.id, st.session_state, item.id, answers, done=done, comment=comment, seconds=_seconds(item.id)
-            ),
-            keep=StudyClosed,
+        outcome = screen.vote(
+            app_engine(),
+            None,
+            study_id,
+            state,
+            item_id,
+            answers,
+            done=done,
+            comment=comment,
+            seconds=_seconds(item_id),
+            token=state.get("token"),
         )
-    except StudyClosed:  # closed before the answer arrived: not stored; the rerun says the study has closed
-        st.session_state[CLOSED_REFUSED] = True
-        _rerun_item()
-    if not outcome:  # refused for another reason: shown by guard, the item stays
+    except Exception as err:
+        _keep_failure(study_id, err, answering=True)
         return
     if not outcome.stored:  # reassigned meanwhile: say so above the next item
-        st.session_state[f"outcome-{study.id}"] = outcome
-    _rerun_item()
+        state[f"outcome-{study_id}"] = outcome
 
 
+def _skip(study_id: int, item_id: int) -> None:
+    """The Skip button's callback: one write passes on the item and claims the next."""
+    try:
+        screen.skip(app_engine(), None, study_id, st.session_state, item_id, token=st.session_state.get("token"))
+    except Exception as err:
+        _keep_failure(study_id, err)
+
+
+def _keep_failure(study_id: int, err: Exception, *, answering: bool = False) -> None:
+    """A callback's failure, for the run that follows to show (a callback draws nothing itself)."""
+    state = st.session_state
+    if isinstance(err, NotLoggedIn):
+        state[LOGGED_OUT] = True
+    elif isinstance(err, StudyClosed):  # closed before the answer arrived: not stored; the run says so
+        state[CLOSED_REFUSED] = answering
+    elif isinstance(err, PermissionDenied):
+        state[f"refusal-{study_id}"] = ("Not allowed.", str(err))
+    elif isinstance(err, ValueError):
+        state[f"refusal-{study_id}"] = ("Refused; nothing was changed.", str(err))
+    elif unreachable(err):
+        state[CALLBACK_OUTAGE] = err
+    else:
+        raise err
+
+
+LOGGED_OUT = "login-ended"
+CALLBACK_OUTAGE = "callback-database-unreachable"
 CLOSED_REFUSED = "answer-refused-study-closed"
 
 
-def _closed(study: StudySummary, user) -> None:
+def _closed(study: StudySummary, user=None) -> None:
     """The study closed under this annotator (archived, budget spent, crowd link closed): what became of
     their last answer, and where to go on (a worker: the completion code; others: the next open study)."""
-    pressed = st.session_state.pop(screen.PRESSED, None) is not None  # an answer key in this run, not sent
+    user = user or require_user()
+    pressed = st.session_state.pop(screen.PRESSED, None) is not None  # an answer pressed, not sent
     screen.leave(st.session_state, study.id)
     st.info("This study has closed.", icon=":material/lock:")
     st.text(study.name)  # an admin's text: never Markdown
@@ -204,9 +260,3 @@ def _closed(study: StudySummary, user) -> None:
 def _choose_study(study: StudySummary) -> None:
     st.session_state["study-choice"] = study
     st.session_state["rerun-app"] = True
-
-
-def _skip_button(study: StudySummary, item) -> None:
-    if st.button("Skip", shortcut="s", key=f"skip-{item.id}", help="Pass on this item (s)"):
-        guard(lambda: screen.skip(app_engine(), require_user(), study.id, st.session_state, item.id))
-        _rerun_item()

@@ -7,15 +7,16 @@ token in a cookie, written by a tiny script of ours and read server-side from
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 
 import streamlit as st
 
-from annotate.demo import ensure_demo
+from annotate import service
 from annotate.service import PermissionDenied
-from annotate.sessions import COOKIE_NAME, SESSION_HOURS, log_out, session_user
+from annotate.sessions import COOKIE_NAME, SESSION_HOURS
 from annotate.store import servers
 from annotate.store.db import database_url, get_engine
 from annotate.store.models import Annotator
@@ -39,7 +40,12 @@ def app_engine():
     url = configured_url()
     engine = get_engine(url)
     servers.register(url)  # SQLite only: lets every page see how many servers share the file
-    ensure_demo(engine)
+    service.ensure_demo(engine)
+    # What is loaded by now (Streamlit, SQLAlchemy, pandas, Altair: some hundred thousand objects) lives as
+    # long as the server: kept out of the collector's full passes, which otherwise walk it all again and
+    # hold an answer's next item back (issue 25; Streamlit's own pass after every run is off in
+    # .streamlit/config.toml).
+    gc.freeze()
     return engine
 
 
@@ -55,7 +61,7 @@ def current_user() -> Annotator | None:
     token = st.session_state.get("token")
     if token is None and not st.session_state.get("logged_out"):
         token = st.context.cookies.get(COOKIE_NAME)
-    user = session_user(engine, token)
+    user = service.session_user(engine, token)
     if user is None:
         st.session_state.pop("token", None)
         return None
@@ -117,7 +123,7 @@ def logout() -> None:
         from annotate.service import release_places
 
         release_places(app_engine(), user)
-    log_out(app_engine(), st.session_state.get("token"))
+    service.log_out(app_engine(), st.session_state.get("token"))
     for key in list(st.session_state.keys()):
         del st.session_state[key]
     st.session_state["logged_out"] = True

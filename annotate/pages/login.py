@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate import proxy
+from annotate import proxy, service
 from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 from annotate.pages.tables import show_table
-from annotate.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie, log_in
+from annotate.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie
 from annotate.store.servers import loopback_only
 
 
@@ -39,7 +39,7 @@ def render() -> None:
     if submitted:
         known = st.session_state.get("device_cookie") or st.context.cookies.get(DEVICE_COOKIE_NAME)
         try:
-            user, token = log_in(app_engine(), name, password, client=client_address(), device=known)
+            user, token = service.log_in(app_engine(), name, password, client=client_address(), device=known)
         except (LoginRefused, proxy.ProxyConfigError) as err:
             show_refusal("Login refused.", str(err))
             return

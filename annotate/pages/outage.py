@@ -23,9 +23,8 @@ RETRY_SECONDS = 3
 
 
 def shielded(body: Callable[[], None]) -> None:
-    # Before anything reaches the database: was an answer key pressed?  Both the app's run and the item
-    # fragment's run are shielded, as a press may start either (the second call finds nothing new).
-    screen.note_press(st.session_state)
+    # An answer is sent by its button's callback (annotate.pages.annotate_page), which records what
+    # became of it (annotate.screen: not sent, or sent and not acknowledged) before any run starts.
     try:
         body()
     except Exception as err:  # Streamlit's own control flow (rerun, stop) is not an outage: re-raised

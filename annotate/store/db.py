@@ -25,7 +25,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # the checkout: annotate/store/db.py
 DEFAULT_SQLITE = REPO / "data" / "dst_judge.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 

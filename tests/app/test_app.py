@@ -55,6 +55,13 @@ def item_button(app: AppTest, name: str):
     return found[0]
 
 
+def open_going_back(app: AppTest, study_id: int) -> AppTest:
+    """Open the "Go back to an earlier item" box, as a person clicks it: its list is read only while it
+    is open (issue 25)."""
+    app.session_state[f"back-box-{study_id}"] = True
+    return app.run()
+
+
 def texts(app: AppTest) -> str:
     """What the page shows as text: st.text elements and the satisfaction item's turn table."""
     return "\n".join([t.value for t in app.text] + [h.proto.body for h in app.html if "dstj-turns" in h.proto.body])
@@ -86,6 +93,7 @@ def test_satisfaction_vote_is_stored_and_a_change_appends(app_db):
     item_button(app, "sat-1").click().run()
     assert events(app_db) == [("satisfied", "1", "looks fine")]
     # Go back and change the vote: a new event, the old one kept.
+    open_going_back(app, 1)
     app.button(key="open-1").click().run()
     assert app.info[0].value.startswith("You are changing an earlier judgement")
     item_button(app, "sat-0").click().run()
@@ -324,6 +332,7 @@ def test_going_back_shows_what_the_item_was_and_your_answer(app_db):
     app = login("ann1", "demo-ann1-pw")
     item_button(app, "sat-0").click().run()
     study = next(s for s in service.list_studies(get_engine(app_db)) if s.kind == "satisfaction")
+    open_going_back(app, study.id)
     back = app.selectbox(key=f"back-{study.id}")
     label = back.format_func(back.value)
     assert label.startswith("1. ") and ".json — “" in label and label.endswith("satisfied no"), label

@@ -20,7 +20,7 @@ def test_the_admin_sets_the_places_and_sees_joins_per_minute(app_db):
     secret = service.set_crowd(engine, boss, study.id, enabled=True, quota=2, completion_code="C0DE", redirect_url="")["secret"]
     for i in range(3):
         service.join_crowd(engine, {"join": str(study.id), "key": secret, "worker": f"w{i}"}, client=f"10.6.0.{i}")
-    need = service.crowd_joins(engine, boss, study.id)["places"]
+    need = service.crowd_joins(engine, boss, study.id).places
 
     page = page_as("studies_page", token)
     assert not page.exception, page.exception

@@ -22,7 +22,7 @@ def _adaptive_study(engine, tmp_path) -> int:
         study_id = create_study(session, "pool", "satisfaction", [corpus], overlap=3).id
     admin, _ = log_in(engine, "admin", "demo-admin-pw")
     drawn = service.set_allocation(engine, admin, study_id, policy="adaptive", budget=BUDGET)
-    assert drawn["included"] * 3 > BUDGET  # more places than the budget (the issue: 18 against 15)
+    assert drawn.included * 3 > BUDGET  # more places than the budget (the issue: 18 against 15)
     for n in (1, 2, 3):
         person, _ = log_in(engine, f"ann{n}", f"demo-ann{n}-pw")
         try:

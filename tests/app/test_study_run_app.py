@@ -9,7 +9,7 @@ from annotate import service
 from annotate.sessions import log_in
 from annotate.store.db import get_engine, read_session
 from annotate.store.models import Assignment, VoteEvent
-from tests.app.test_app import _vote_everything, analysis_as, item_button, login, start
+from tests.app.test_app import _vote_everything, analysis_as, item_button, login, open_going_back, start
 
 
 def held_by(engine, name: str) -> list[tuple[int, str]]:
@@ -80,8 +80,8 @@ def test_progress_counts_voters_and_shows_held_places_apart(app_db):
     service.submit(engine, ann2, item.id, {"satisfied": "1"})
     admin, token = log_in(engine, "admin", "demo-admin-pw")
     report = service.study_progress(engine, admin, study.id)
-    assert list(report["annotators"]) == ["ann2"]
-    assert report["held"] == {"ann1": 1}
+    assert list(report.annotators) == ["ann2"]
+    assert report.held == {"ann1": 1}
     md = service.export(engine, admin, study.id, "report-md")[0].decode()
     assert "| annotators | 1 |" in md and "| places held now | 1 |" in md
     probe = AppTest.from_string("from annotate.pages import admin\nadmin.progress_page()\n", default_timeout=60)
@@ -199,6 +199,7 @@ def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
     with read_session(engine) as session:
         now_held = session.scalar(select(Assignment.item_id).where(Assignment.status == "active"))
     assert now_held != held  # the next item differs
+    open_going_back(app, study.id)
     back = app.selectbox(key=f"back-{study.id}")
     assert back.value == held and "(skipped)" in back.format_func(back.value)
     app.button(key=f"open-{study.id}").click().run()

@@ -173,11 +173,11 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     screenshot(admin, "26-progress-pilot-a")
     per_annotator = admin.get_by_test_id("stDataFrame").first
     assert per_annotator.locator("text=ann1").count() + per_annotator.locator("text=ann2").count() >= 0
-    from annotate.assignment import progress
+    from annotate.reports import progress
 
     with read_session(engine) as session:
         report = progress(session, session.query(Study).filter_by(name="Pilot A").one().id)
-    assert list(report["annotators"]) == ["ann1", "ann2"] and report["held"] == {}  # looking made no annotator
+    assert list(report.annotators) == ["ann1", "ann2"] and report.held == {}  # looking made no annotator
     admin.get_by_test_id("stSelectbox").nth(1).click()
     admin.keyboard.type("report-html")  # the list is long: filter it as a person would
     after_run(admin, lambda: admin.get_by_role("option", name="report-html").first.click())

@@ -32,7 +32,7 @@ def test_archive_twice_is_archived_and_unarchive_twice_is_open(engine, fixtures)
     assert service.set_archived(engine, boss, study.id, False) == {"archived": False, "changed": True}
     assert service.set_archived(engine, boss, study.id, False) == {"archived": False, "changed": False}
     assert not service.list_studies(engine)[0].archived and [s.id for s in service.list_studies(engine, on)] == [study.id]
-    log = [(c["what"], c["old"], c["new"]) for c in service.study_changes(engine, boss, study.id)]
+    log = [(c.what, c.old, c.new) for c in service.study_changes(engine, boss, study.id)]
     assert log == [("archived", "False", "True"), ("archived", "True", "False")]  # only real changes are recorded
 
 

@@ -57,7 +57,7 @@ def _judge_everything(engine, study, people, rng_seed=0):
 def test_the_adaptive_draw_is_the_only_thing_offered_and_caps_hold(engine, tmp_path):
     study, admin, people = _study(engine, tmp_path)
     drawn = service.set_allocation(engine, admin, study.id, policy="adaptive", budget=300, max_k=5)
-    assert drawn["items"] == 120 and 0 < drawn["included"] < 120 and drawn["expected_dialogues"] == 60
+    assert drawn.items == 120 and 0 < drawn.included < 120 and drawn.expected_dialogues == 60
     done = _judge_everything(engine, study, people)
     with read_session(engine) as session:
         items = session.execute(
@@ -131,14 +131,14 @@ def test_a_spent_budget_closes_the_study(engine, tmp_path):
     with read_session(engine) as session:
         assert session.get(Study, study.id).archived
         assert session.scalar(select(func.count()).where(Assignment.study_id == study.id, Assignment.status == "active")) == 0
-    assert any(c["what"] == "archived" and "budget" in c["new"] for c in service.study_changes(engine, admin, study.id))
+    assert any(c.what == "archived" and "budget" in c.new for c in service.study_changes(engine, admin, study.id))
 
 
 def test_the_analysis_of_an_adaptive_study_is_weighted_and_says_so(engine, tmp_path):
     study, admin, people = _study(engine, tmp_path, n=90, annotators=6, name="analysed")
     service.set_allocation(engine, admin, study.id, policy="adaptive", budget=120, target_width=0.01)
     _judge_everything(engine, study, people)
-    from annotate.study_data import load_study
+    from annotate.reports import load_study
 
     data = load_study(engine, study.id)
     settings = AnalysisSettings(resamples=200, grid=(0.0, 2.0, 21))
@@ -156,12 +156,12 @@ def test_the_analysis_of_an_adaptive_study_is_weighted_and_says_so(engine, tmp_p
     report = to_markdown(data, result, settings).decode()
     assert "Design: adaptive" in report and "estimates for the pool" in report and "r jga" in report
     status = service.allocation_status(engine, admin, study.id)
-    assert status["policy"] == "adaptive" and status["spent"] > 0 and status["width"] > 0.01
-    assert status["projected"] > status["spent"]  # the target is far: more judgements projected
+    assert status.policy == "adaptive" and status.spent > 0 and status.width > 0.01
+    assert status.projected > status.spent  # the target is far: more judgements projected
     with write_session(engine) as session:  # a reachable target closes the study on the next look
         row = assignment.lock_study(session, study.id)
         row.settings = {**row.settings, "allocation": {**row.settings["allocation"], "target_width": 10.0}}
-    assert service.allocation_status(engine, admin, study.id)["reached"]
+    assert service.allocation_status(engine, admin, study.id).reached
     with read_session(engine) as session:
         assert session.get(Study, study.id).archived
 

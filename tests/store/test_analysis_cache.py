@@ -10,9 +10,9 @@ from pathlib import Path
 from annotate import service
 from annotate.auth import add_annotator
 from annotate.demo import fixtures_dir
+from annotate.reports import study_analysis
 from annotate.store.db import write_session
 from annotate.studies import create_study
-from annotate.study_data import study_analysis
 from formats import load_dialogues
 from formats.fga_text import dialogue_text, file_name
 from metrics.analysis import AnalysisSettings
@@ -134,6 +134,30 @@ def test_the_design_line_of_a_uniform_study_is_the_analysis_pages_difference(eng
     page = study_analysis(engine, admin, study.id, service.study_settings(engine, admin, study.id))
     pair = next(w for w in page["correlation"]["williams"] if {w["a"], w["b"]} == {"fga_0.5", "jga"})
     sign = 1 if pair["a"] == "fga_0.5" else -1
-    assert status["estimate"] == sign * pair["diff"] and status["ci"] == sorted(sign * v for v in pair["diff_ci"])
-    assert status["width"] == status["ci"][1] - status["ci"][0] and not status["reached"]
+    assert status.estimate == sign * pair["diff"] and status.ci == sorted(sign * v for v in pair["diff_ci"])
+    assert status.width == status.ci[1] - status.ci[0] and not status.reached
     assert computed == [study.id]  # one computation: the Progress page's look and the Analysis page's share it
+
+
+def test_inclusion_probabilities_moved_between_items_are_an_input(engine, tmp_path):
+    """Each judged dialogue's π is its 1/π weight in the analysis: a write (a script's) that moves π from
+    one judged item to another, their sum unchanged, is seen on the next look (issue 25)."""
+    from sqlalchemy import select, update
+
+    from annotate.store.models import Item
+
+    study, admin, people = _study(engine, tmp_path, n=24, overlap=2, annotators=2, name="weights")
+    service.set_allocation(engine, admin, study.id, policy="adaptive", budget=24)
+    for person in people:
+        _vote(engine, study, person, limit=8)  # 16 of the budget's 24: the study stays open
+    before = study_analysis(engine, admin, study.id, SETTINGS)
+    assert before["design"]["design"] == "adaptive"
+    with write_session(engine) as session:
+        judged = session.execute(
+            select(Item.id, Item.pi).where(Item.study_id == study.id, Item.included.is_(True)).order_by(Item.pi)
+        ).all()
+        (low, pi_low), (high, pi_high) = judged[0], judged[-1]
+        assert pi_low < pi_high
+        session.execute(update(Item).where(Item.id == low).values(pi=pi_high))
+        session.execute(update(Item).where(Item.id == high).values(pi=pi_low))
+    assert study_analysis(engine, admin, study.id, SETTINGS) is not before

@@ -61,8 +61,8 @@ def test_a_worker_joins_by_link_judges_the_quota_and_gets_the_completion_code(en
     # The same link again (a reload, another tab) is the same worker, not a new one.
     again = session_user(engine, service.join_crowd(engine, prolific(study.id, settings["secret"])))
     assert again.id == worker.id
-    workers = service.study_progress(engine, boss, study.id)["workers"]
-    assert [(w["platform"], w["worker_id"], w["platform_session"], w["done"], w["finished"]) for w in workers] == [
+    workers = service.study_progress(engine, boss, study.id).workers
+    assert [(w.platform, w.worker_id, w.platform_session, w.done, w.finished) for w in workers] == [
         ("prolific", "5f3a9c0d1e2b3c4d5e6f7a8b", "sess-1", 2, True)
     ]
 
@@ -88,7 +88,7 @@ def test_a_wrong_link_gets_a_plain_refusal_and_creates_nobody(engine, fixtures, 
     with pytest.raises(crowd.JoinRefused) as refused:
         service.join_crowd(engine, params)
     assert settings["secret"] not in str(refused.value)
-    assert [a["name"] for a in service.list_annotators(engine, boss)] == ["boss"]
+    assert [a.name for a in service.list_annotators(engine, boss)] == ["boss"]
 
 
 def test_a_closed_crowd_link_and_an_archived_study_refuse(engine, fixtures):
@@ -123,7 +123,7 @@ def test_a_worker_cannot_log_in_with_a_password_and_admins_settings_are_checked(
 
     with pytest.raises(LoginRefused):
         log_in(engine, worker.name, "")
-    changes = [c["what"] for c in service.study_changes(engine, boss, study.id)]
+    changes = [c.what for c in service.study_changes(engine, boss, study.id)]
     assert changes.count("crowd") == 1  # the refused settings changed nothing
 
 
@@ -145,9 +145,9 @@ def test_attention_check_failures_are_flagged_and_workers_are_apart_in_exports(e
         judge(engine, careful, study.id, "1")
         judge(engine, careless, study.id, "0")
     report = service.study_progress(engine, boss, study.id)
-    flags = {w["worker_id"]: (w["gold_checked"], w["gold_failed"], w["flagged"]) for w in report["workers"]}
+    flags = {w.worker_id: (w.gold_checked, w.gold_failed, w.flagged) for w in report.workers}
     assert flags == {"a" * 24: (3, 0, False), "b" * 24: (3, 3, True)}
-    assert report["attention"]["prolific:" + "b" * 24]["failed"] == 3
+    assert report.attention["prolific:" + "b" * 24].failed == 3
     rows = list(csv.DictReader(io.StringIO(service.votes_csv(engine, boss, study.id))))
     assert {(r["annotator"], r["annotator_kind"], r["platform"], r["platform_id"]) for r in rows} == {
         ("prolific:" + "a" * 24, "crowd", "prolific", "a" * 24),
@@ -166,7 +166,7 @@ def test_named_accounts_are_marked_as_accounts_in_exports(engine, fixtures):
 
 
 def all_keys(engine, boss, study_id):
-    return sorted({row["key"] for row in service.study_progress(engine, boss, study_id)["per_item"]})
+    return sorted({row.key for row in service.study_progress(engine, boss, study_id).per_item})
 
 
 # --- issue 23, item 9: a link makes no more workers than the study has places for -----------------
@@ -206,7 +206,7 @@ def test_the_301st_worker_is_refused_at_the_links_300_places_and_nothing_is_made
     )
     assert again.name == f"generic:w7@{study.id}"
     assert crowd_count(engine)[:2] == (300, 300)
-    assert service.crowd_joins(engine, boss, study.id, now=T0 + timedelta(seconds=302))["joined"] == 300
+    assert service.crowd_joins(engine, boss, study.id, now=T0 + timedelta(seconds=302)).joined == 300
 
 
 def test_the_places_default_to_the_studys_need(engine, fixtures):
@@ -216,9 +216,9 @@ def test_the_places_default_to_the_studys_need(engine, fixtures):
     settings = open_crowd(engine, boss, study.id, quota=2)  # no places given: the study's need
     assert settings["places"] is None
     need = -(-items * 3 // 2)  # ceil(items * overlap / quota)
-    assert service.crowd_joins(engine, boss, study.id)["places"] == need
+    assert service.crowd_joins(engine, boss, study.id).places == need
     open_crowd(engine, boss, study.id, quota=None)
-    assert service.crowd_joins(engine, boss, study.id)["places"] == items * 3  # no quota: a judgement each at least
+    assert service.crowd_joins(engine, boss, study.id).places == items * 3  # no quota: a judgement each at least
     for i in range(items * 3):
         service.join_crowd(engine, generic(study.id, settings["secret"], f"w{i}"), client=f"10.2.0.{i}")
     with pytest.raises(crowd.JoinRefused, match="no places left"):
@@ -301,15 +301,15 @@ def test_the_admin_sees_joins_per_minute(engine, fixtures):
     for i, age in enumerate(ages):
         service.join_crowd(engine, generic(study.id, secret, f"w{i}"), client=f"10.5.0.{i}", now=now - timedelta(seconds=age))
     stats = service.crowd_joins(engine, boss, study.id, now=now)
-    assert (stats["joined"], stats["places"], stats["last_minute"], stats["last_10_minutes"], stats["last_hour"]) == (
+    assert (stats.joined, stats.places, stats.last_minute, stats.last_10_minutes, stats.last_hour) == (
         10,
         50,
         3,
         7,
         9,
     )
-    assert stats["per_minute"] == pytest.approx(0.7)  # over the last 10 minutes
-    assert stats["per_minute_series"][-1] == 3 and sum(stats["per_minute_series"]) == 7  # the last 10 minutes, oldest first
-    assert len(stats["per_minute_series"]) == 10
+    assert stats.per_minute == pytest.approx(0.7)  # over the last 10 minutes
+    assert stats.per_minute_series[-1] == 3 and sum(stats.per_minute_series) == 7  # the last 10 minutes, oldest first
+    assert len(stats.per_minute_series) == 10
     with pytest.raises(PermissionDenied):
         service.crowd_joins(engine, log_in_annotator(engine), study.id)

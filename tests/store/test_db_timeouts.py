@@ -158,3 +158,15 @@ def test_an_answer_sent_during_an_outage_is_settled_when_the_database_is_back(fi
         engine.dispose()
     finally:
         pg.close()
+
+
+def test_the_default_database_is_in_the_checkouts_data_folder(monkeypatch):
+    """The embedded SQLite file the README start command uses: ``data/dst_judge.sqlite`` of the checkout,
+    wherever the engine module lives (issue 25 moved it to annotate/store/)."""
+    from pathlib import Path
+
+    from annotate.store.db import database_url
+
+    monkeypatch.delenv("DST_JUDGE_DB", raising=False)
+    checkout = Path(__file__).resolve().parents[2]
+    assert database_url() == f"sqlite:///{checkout / 'data' / 'dst_judge.sqlite'}"

@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import select
 
 from annotate.auth import add_annotator
+from annotate.reports import load_study
 from annotate.store.db import make_engine, upgrade, write_session
 from annotate.store.models import Item
 from annotate.studies import create_study
-from annotate.study_data import load_study
 from annotate.votes import cast_votes
 from exports.formats import FORMATS, write
 from formats import dstc, fga_text

@@ -43,7 +43,7 @@ def test_the_counter_follows_every_transition(engine, fixtures):
     service.next_item(engine, d, study.id)
     with write_session(engine) as session:  # past the timeout: reclaimed by the next choice
         later = utcnow() + timedelta(minutes=study.settings["timeout_minutes"] + 1)
-        assignment.next_item(session, study.id, a, now=later)
+        assignment.claim_next(session, study.id, a, now=later)
     counters_match(engine, study.id)
     with write_session(engine) as session:
         assignment.release_study(session, study.id)  # archive

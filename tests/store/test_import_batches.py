@@ -20,7 +20,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, text, update
 
-from annotate.assignment import next_item, skip_item
+from annotate.assignment import skip_item
 from annotate.auth import add_annotator
 from annotate.store.db import is_sqlite, read_session, write_session
 from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
@@ -28,6 +28,7 @@ from annotate.studies import create_study, question_spec
 from annotate.votes import cast_vote, import_votes_file, vote_rows
 from formats import ReaderError
 from tests.conftest import REPO
+from tests.store_helpers import next_item
 
 RATERS = 520  # x 173 questions of the 36 DSTC2 fixture turns = 89,960 rows
 

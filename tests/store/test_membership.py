@@ -36,7 +36,7 @@ def test_an_annotator_not_on_a_study_cannot_see_or_vote_in_it(engine, fixtures):
     with pytest.raises(PermissionDenied):
         service.set_members(engine, on, study.id, ["on", "off"])  # admins only
     log = service.study_changes(engine, boss, study.id)
-    assert [(c["what"], c["old"], c["new"], c["by"]) for c in log] == [("members", "(everybody)", "on", "boss")]
+    assert [(c.what, c.old, c.new, c.by) for c in log] == [("members", "(everybody)", "on", "boss")]
 
 
 def test_archive_hides_a_study_and_changes_are_recorded(engine, fixtures):
@@ -48,12 +48,12 @@ def test_archive_hides_a_study_and_changes_are_recorded(engine, fixtures):
     with pytest.raises(PermissionDenied):
         service.next_item(engine, on, study.id)
     report = service.study_progress(engine, boss, study.id)
-    assert report["held"] == {}  # the place went back
+    assert report.held == {}  # the place went back
     service.set_archived(engine, boss, study.id, False)
     service.set_overlap(engine, boss, study.id, 5)
     service.set_guideline(engine, boss, study.id, "Read every turn.")
     assert service.next_item(engine, on, study.id) is not None
-    log = [(c["what"], c["old"], c["new"]) for c in service.study_changes(engine, boss, study.id)]
+    log = [(c.what, c.old, c.new) for c in service.study_changes(engine, boss, study.id)]
     assert log == [
         ("archived", "False", "True"),
         ("archived", "True", "False"),
@@ -69,9 +69,9 @@ def test_time_per_item_and_a_flag_for_implausibly_fast_judging(engine, fixtures)
         for _ in range(4):
             item = service.next_item(engine, person, study.id)
             service.submit(engine, person, item.id, {"satisfied": "1"}, seconds=seconds)
-    report = service.study_progress(engine, boss, study.id)["time_per_item"]
-    assert report["on"]["median_seconds"] == 40.0 and not report["on"]["fast"]
-    assert report["off"]["median_seconds"] == 1.5 and report["off"]["fast"]
+    report = service.study_progress(engine, boss, study.id).time_per_item
+    assert report["on"].median_seconds == 40.0 and not report["on"].fast
+    assert report["off"].median_seconds == 1.5 and report["off"].fast
 
 
 def test_gold_answers_uploaded_in_the_app(engine, fixtures):
@@ -91,7 +91,7 @@ def test_gold_answers_uploaded_in_the_app(engine, fixtures):
     with read_session(engine) as session:
         gold = {i.key: i.gold for i in session.scalars(select(Item).where(Item.study_id == study.id)) if i.gold}
     assert gold == {"PMUL4648.json": {"satisfied": "0"}}  # the bad file changed nothing
-    assert service.study_changes(engine, boss, study.id)[-1]["new"] == "1 answers from gold.csv"
+    assert service.study_changes(engine, boss, study.id)[-1].new == "1 answers from gold.csv"
 
 
 def test_analysis_settings_stored_with_the_study(engine, fixtures):
@@ -105,7 +105,7 @@ def test_analysis_settings_stored_with_the_study(engine, fixtures):
     assert service.study_settings(engine, boss, study.id) == chosen
     report, _ = service.export(engine, boss, study.id, "report-md")  # no settings given: the study's own
     assert b"linspace 0\\.\\.4, 41 points" in report and b"| human rating | majority |" in report
-    assert service.study_changes(engine, boss, study.id)[-1]["what"] == "analysis settings"
+    assert service.study_changes(engine, boss, study.id)[-1].what == "analysis settings"
 
 
 def test_an_adjudicated_label_appears_in_the_majority_export(engine, fixtures):

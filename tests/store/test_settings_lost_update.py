@@ -75,15 +75,15 @@ def test_exports_never_undo_an_admins_concurrent_settings_changes(engine, db_url
             thread.join()
     assert errors == []
 
-    log = [c for c in service.study_changes(engine, boss, study.id) if c["what"] == "crowd"]
+    log = [c for c in service.study_changes(engine, boss, study.id) if c.what == "crowd"]
     assert len(log) == CHANGES
-    undone = [(before["new"], after["old"]) for before, after in zip(log, log[1:], strict=False) if after["old"] != before["new"]]
+    undone = [(before.new, after.old) for before, after in zip(log, log[1:], strict=False) if after.old != before.new]
     assert undone == [], f"{len(undone)} of {CHANGES} admin changes were undone by an export; the first: {undone[0]}"
     final = service.crowd_settings(engine, boss, study.id)
     assert (final["enabled"], final["quota"], final["secret"]) == (True, CHANGES, secrets[-1])
-    exports = [c for c in service.study_changes(engine, boss, study.id) if c["what"] == "export"]
+    exports = [c for c in service.study_changes(engine, boss, study.id) if c.what == "export"]
     assert exports, "the exports ran and were recorded"
-    newest = max(int(c["new"].rsplit("#", 1)[1]) for c in exports)
+    newest = max(int(c.new.rsplit("#", 1)[1]) for c in exports)
     from annotate.store.db import read_session
     from annotate.store.models import Study
 

@@ -58,7 +58,7 @@ def test_votes_block_a_delete_until_they_are_exported_and_new_votes_block_it_aga
         service.delete_study(engine, admin, study.id, study.name)
     text, through = service.votes_download(engine, admin, study.id, history=True)
     service.record_export(engine, admin, study.id, "vote events csv", through)
-    assert [c["what"] for c in service.study_changes(engine, admin, study.id)] == ["export", "export"]
+    assert [c.what for c in service.study_changes(engine, admin, study.id)] == ["export", "export"]
     service.delete_study(engine, admin, study.id, study.name)
     with read_session(engine) as session:
         assert session.query(VoteEvent).count() == 0 and session.get(Study, study.id) is None

@@ -15,9 +15,9 @@ from annotate.store.models import Assignment, VoteEvent
 
 def test_skip_is_not_a_trapdoor(engine, fixtures):
     """A skipped item is listed with the judged ones, can be opened and judged, and comes back last."""
-    from annotate.assignment import next_item, skip_item
+    from annotate.assignment import skip_item
     from annotate.votes import cast_vote
-    from tests.store_helpers import make_study
+    from tests.store_helpers import make_study, next_item
 
     study, (a,) = make_study(engine, fixtures, overlap=1, annotators=1)
     with write_session(engine) as session:
@@ -45,9 +45,9 @@ def test_skip_is_not_a_trapdoor(engine, fixtures):
 
 def test_historical_votes_import_past_the_overlap(engine, fixtures, tmp_path):
     """The FGA study had 11 raters per dialogue; a study with overlap 3 must take them all."""
-    from annotate.assignment import next_item, progress
+    from annotate.reports import progress
     from annotate.votes import import_votes
-    from tests.store_helpers import make_study
+    from tests.store_helpers import make_study, next_item
 
     study, (newcomer,) = make_study(engine, fixtures, overlap=3, annotators=1)
     keys = ["PMUL4648.json", "MUL0144.json"]
@@ -59,7 +59,7 @@ def test_historical_votes_import_past_the_overlap(engine, fixtures, tmp_path):
     with read_session(engine) as session:
         report = progress(session, study.id)
         assert session.scalar(select(func.count()).select_from(VoteEvent)) == 22
-    assert len(report["annotators"]) == 11 and report["items_complete"] == 2
+    assert len(report.annotators) == 11 and report.items_complete == 2
     seen = []
     while True:  # live assignment: the imported items are full, the others open
         with write_session(engine) as session:

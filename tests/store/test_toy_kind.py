@@ -7,6 +7,7 @@ import pytest
 from annotate import service
 from annotate.auth import add_annotator
 from annotate.kinds import KINDS, register
+from annotate.pages.views import VIEWS, register_view
 from annotate.sessions import log_in
 from annotate.store.db import write_session
 from annotate.studies import create_study
@@ -18,9 +19,11 @@ from tests.store import toy_kind
 
 @pytest.fixture
 def toy():
-    register(toy_kind.KIND)  # the one registry call
+    register(toy_kind.KIND)  # the kind's registry call
+    register_view("toy", toy_kind.render)  # and its view's
     yield toy_kind.KIND
     KINDS.pop("toy", None)
+    VIEWS.pop("toy", None)
     export_formats._KINDS.pop("toy", None)
 
 
@@ -40,7 +43,7 @@ def test_a_toy_kind_runs_a_study(toy, engine, tmp_path):
             service.submit(engine, user, item.id, {"fluent": answers[item.key]})
     boss, _ = log_in(engine, "boss", "boss-password")
     report = service.study_progress(engine, boss, study_id)
-    assert report["items"] == 3 and report["items_complete"] == 3 and list(report["annotators"]) == ["r1", "r2"]
+    assert report.items == 3 and report.items_complete == 3 and list(report.annotators) == ["r1", "r2"]
     votes_csv, _ = service.export(engine, boss, study_id, "votes-csv")
     assert votes_csv.decode().count("\r\n") == 1 + 6
     settings = AnalysisSettings(resamples=50)

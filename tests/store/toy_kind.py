@@ -1,4 +1,5 @@
-"""A toy fourth task kind, as a study author would add one: this module and one registry call.
+"""A toy fourth task kind, as a study author would add one: this module, with the kind (no Streamlit)
+and its view (``render``), and their registry calls.
 
 Items come from plain text files, one sentence a line (key ``<file stem>/<line number>``); the
 question ``fluent`` takes 1 or 0; the page shows the sentence and two buttons.
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from annotate.kinds import ItemContext, ItemDraft, Kind
+from annotate.kinds import ItemDraft, Kind
+from annotate.pages.views import ItemContext
 from formats import ReaderError
 from formats.errors import read_text
 
@@ -44,6 +46,4 @@ KIND = Kind(
     inputs="text files, one sentence a line",
     questions=QUESTIONS,
     build_items=build_items,
-    render=render,
-    shortcuts=(("1", "fluent"), ("0", "not fluent"), ("s", "skip")),
 )

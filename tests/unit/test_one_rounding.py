@@ -3,38 +3,38 @@ Analysis page, the Progress page's design line, the report and the command lines
 
 from __future__ import annotations
 
-from annotate.allocation import allocation_line
+from annotate.reports import AllocationStatus, allocation_line
 from metrics import present
 
 
 def test_the_progress_line_rounds_as_the_analysis_page():
     # the numbers: Progress showed -0.0178 [-1.8, 0.288] where Analysis showed -0.018 [-1.770, 0.294]
     line = allocation_line(
-        {
-            "policy": "adaptive",
-            "question": "fga_vs_jga",
-            "budget": 15,
-            "spent": 15,
-            "estimate": -0.0178,
-            "ci": [-1.77, 0.2939],
-            "width": 2.0639,
-            "target_width": None,
-        }
+        AllocationStatus(
+            policy="adaptive",
+            question="fga_vs_jga",
+            budget=15,
+            spent=15,
+            estimate=-0.0178,
+            ci=[-1.77, 0.2939],
+            width=2.0639,
+            target_width=None,
+        )
     )
     assert "now -0.018 [-1.770, 0.294], width 2.064" in line
     assert f"now {present.number(-0.0178)} {present.interval([-1.77, 0.2939])}" in line
     lam = allocation_line(
-        {
-            "policy": "adaptive",
-            "question": "lambda",
-            "budget": None,
-            "spent": 40,
-            "estimate": 0.5,
-            "ci": [0.25, 1.0],
-            "width": 0.75,
-            "target_width": 0.5,
-            "projected": 90,
-        }
+        AllocationStatus(
+            policy="adaptive",
+            question="lambda",
+            budget=None,
+            spent=40,
+            estimate=0.5,
+            ci=[0.25, 1.0],
+            width=0.75,
+            target_width=0.5,
+            projected=90,
+        )
     )
     assert "now 0.500 [0.250, 1.000], width 0.750" in lam
 

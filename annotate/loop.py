@@ -1,0 +1,351 @@
+"""The annotator's loop in one read and one write (issue 25).
+
+An annotator's screen — the item, their answers and comment on it, the progress line, whether there is
+anything to go back to, a crowd worker's quota — is read in ONE transaction with a fixed number of
+statements (:func:`read_screen`: the login, the access rule with the study's settings, the item with
+the annotator's place on it, their answers, the progress counts), whatever the study's size and however
+many items they judged.  A vote is ONE write transaction (:func:`answer`) that stores it, claims the
+next item and returns the next screen, so the page shows the next item without reading again; a skip
+(:func:`skip`) and a first visit (:func:`claim_screen`) likewise.  The go-back list (:func:`history`)
+is read only when the annotator opens it.  Nothing on a read path writes.
+
+The login is checked inside the same transaction (``annotate.sessions.user_in``) when the caller gives
+the session token (the pages do); callers that established the annotator otherwise (tests, scripts)
+pass ``token=None``.  The counts are in README (*The annotator's loop*) and held by
+``tests/store/test_loop_statements.py``.
+
+No Streamlit here; ``annotate.screen`` keeps what one browser tab shows and calls these through
+``annotate.service``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import and_, exists, func, select, true
+from sqlalchemy.orm import Session
+
+from annotate import allocation, assignment, membership, votes
+from annotate.auth import PermissionDenied
+from annotate.sessions import user_in
+from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, StudyMember, VoteEvent, utcnow
+
+
+class NotLoggedIn(PermissionDenied):
+    """The session token is unknown, expired or revoked: the page asks to log in again."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The progress line: items this annotator judged, the study's items, how much of the study's
+    judgements (or budget) is done, and a crowd worker's quota (None: no quota)."""
+
+    mine: int
+    items: int
+    study_fraction: float
+    quota: int | None = None
+
+    def bar(self) -> tuple[float, str]:
+        """The progress bar's fraction and its words."""
+        if self.quota:
+            return min(1.0, self.mine / self.quota), f"You have judged {self.mine} of {self.quota} items"
+        return self.study_fraction, f"You have judged {self.mine} items · the study is {100 * self.study_fraction:.0f}% complete"
+
+
+@dataclass(frozen=True)
+class Screen:
+    """Everything an annotator's screen shows for one study.  ``item`` None: nothing left for them
+    (or a crowd worker's quota reached); ``closed``: the study closed with this annotator's last vote
+    (its budget spent), which was stored."""
+
+    user: Annotator
+    study_id: int
+    item: Item | None
+    answers: dict[str, str] = field(default_factory=dict)
+    comment: str = ""
+    progress: Progress = Progress(0, 0, 0.0)
+    has_history: bool = False
+    closed: bool = False
+
+
+# --- the pieces of a screen: one statement each ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    """What the access check read of the study: its kind, overlap and settings."""
+
+    kind: str
+    overlap: int
+    settings: dict
+
+
+def _login(session: Session, user: Annotator | None, token: str | None, now: datetime) -> Annotator:
+    if token is None:
+        if user is None:
+            raise NotLoggedIn("please log in")
+        return user
+    try:
+        found = user_in(session, token, now)
+    except Exception as err:  # the transaction's first statement: nothing of an answer was sent yet
+        err.answer_not_sent = True  # type: ignore[attr-defined]  (annotate.screen.vote: "not saved")
+        raise
+    if found is None or (user is not None and found.id != user.id):
+        raise NotLoggedIn("your login has ended: please log in again")
+    return found
+
+
+def access(session: Session, user: Annotator, study_id: int) -> Access:
+    """The rule of ``membership.require_access`` in one statement, with the study's overlap and
+    settings; a refusal is explained by ``require_access`` itself (the rare path)."""
+    row = session.execute(
+        select(
+            Study.kind,
+            Study.archived,
+            Study.overlap,
+            Study.settings,
+            exists().where(StudyMember.study_id == Study.id),
+            exists().where(StudyMember.study_id == Study.id, StudyMember.annotator_id == user.id),
+            select(CrowdWorker.study_id).where(CrowdWorker.annotator_id == user.id).scalar_subquery(),
+        ).where(Study.id == study_id)
+    ).first()
+    if row is None:
+        raise PermissionDenied("no such study")
+    kind, archived, overlap, settings, has_members, member, worker_study = row
+    settings = settings or {}
+    if user.role == "admin":
+        allowed = True
+    elif archived:
+        allowed = False
+    elif user.role == WORKER:
+        allowed = worker_study == study_id and bool((settings.get("crowd") or {}).get("enabled"))
+    else:
+        allowed = not has_members or bool(member)
+    if not allowed:
+        membership.require_access(session, user, study_id)  # raises StudyClosed or PermissionDenied
+        raise PermissionDenied("you are not on this study")
+    return Access(kind, int(overlap), settings)
+
+
+def _item(session: Session, user: Annotator, study_id: int, item_id: int) -> Item:
+    """An item of the study that the user holds or held (an admin: any), loaded whole."""
+    found = session.execute(
+        select(Item, Assignment.id)
+        .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == user.id))
+        .where(Item.id == item_id)
+        .execution_options(populate_existing=True)
+    ).first()
+    if found is None:
+        raise PermissionDenied("no such item")
+    item, place = found
+    if place is None and user.role != "admin":
+        raise PermissionDenied("this item is not assigned to you")
+    if item.study_id != study_id:
+        raise PermissionDenied("this item is not in this study")
+    return item
+
+
+def answers_of(session: Session, user: Annotator, item_id: int) -> tuple[dict[str, str], str]:
+    """The user's current answer per question on the item, and the comment of their latest event."""
+    rows = session.execute(
+        select(VoteEvent.question, VoteEvent.value, VoteEvent.comment)
+        .where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == user.id)
+        .order_by(VoteEvent.id)
+    ).all()
+    return {question: value for question, value, _ in rows}, (rows[-1][2] or "") if rows else ""
+
+
+def _progress(session: Session, user: Annotator, study_id: int, study: Access) -> tuple[Progress, bool]:
+    """The progress line and whether the user has anything to go back to, in one statement."""
+    mine = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == assignment.DONE)
+        .scalar_subquery()
+    )
+    skipped = exists().where(
+        Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == assignment.SKIPPED
+    )
+    voted = exists(
+        select(VoteEvent.id)
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(VoteEvent.annotator_id == user.id, Item.study_id == study_id)
+    )
+    # items to judge (an adaptive design leaves some out) and their extra places: from ix_items_capacity
+    total = select(func.count()).where(Item.study_id == study_id, Item.included == true()).scalar_subquery()
+    extra = select(func.sum(Item.extra_capacity)).where(Item.study_id == study_id, Item.included == true()).scalar_subquery()
+    judged = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(Assignment.study_id == study_id, Assignment.status == assignment.DONE)
+        .scalar_subquery()
+    )
+    done, skipped_any, voted_any, total, extra, judged = session.execute(select(mine, skipped, voted, total, extra, judged)).one()
+    # against the budget when the study has one (it closes once that is spent): issue 24
+    needed = allocation.judgements_total(allocation.design_of(study.settings), int(total) * study.overlap + int(extra or 0))
+    quota = (study.settings.get("crowd") or {}).get("quota") if user.role == WORKER else None
+    fraction = min(1.0, (judged or 0) / needed) if needed else 1.0
+    return Progress(int(done or 0), int(total), fraction, quota), bool(skipped_any or voted_any)
+
+
+def _screen(
+    session: Session, user: Annotator, study_id: int, item_id: int | None, study: Access, progress=None, *, closed=False
+) -> Screen:
+    progress, has_history = progress or _progress(session, user, study_id, study)
+    if item_id is None:
+        return Screen(user, study_id, None, progress=progress, has_history=has_history, closed=closed)
+    item = _item(session, user, study_id, item_id)
+    answers, comment = answers_of(session, user, item_id)
+    return Screen(user, study_id, item, answers, comment, progress, has_history, closed)
+
+
+def progress_of(session: Session, user: Annotator, study_id: int) -> Progress:
+    """The progress line alone (``service.my_progress``): counts only, so also once the study closed."""
+    kind, overlap, settings = session.execute(select(Study.kind, Study.overlap, Study.settings).where(Study.id == study_id)).one()
+    return _progress(session, user, study_id, Access(kind, int(overlap), settings or {}))[0]
+
+
+def _claim(session: Session, user: Annotator, study_id: int, progress: Progress, now: datetime) -> int | None:
+    """The user's next item, claimed; None when nothing is left or a crowd worker's quota is reached."""
+    if progress.quota is not None and progress.mine >= progress.quota:
+        return None
+    return assignment.claim_next(session, study_id, user, now)
+
+
+# --- the screen, the vote, the skip ------------------------------------------------------------------
+
+
+def read_screen(
+    session: Session, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None, now=None
+) -> Screen:
+    """The screen of an item already on the annotator's screen (or under review): one read."""
+    user = _login(session, user, token, now or utcnow())
+    return _screen(session, user, study_id, item_id, access(session, user, study_id))
+
+
+def claim_screen(session: Session, user: Annotator | None, study_id: int, *, token: str | None = None, now=None) -> Screen:
+    """A tab with nothing on its screen (a first visit, a switch of study): claims the next item and
+    returns its screen, in the caller's write transaction."""
+    now = now or utcnow()
+    user = _login(session, user, token, now)
+    found = access(session, user, study_id)
+    progress = _progress(session, user, study_id, found)
+    return _screen(session, user, study_id, _claim(session, user, study_id, progress[0], now), found, progress)
+
+
+def answer(
+    session: Session,
+    user: Annotator | None,
+    study_id: int,
+    item_id: int,
+    answers: dict[str, str],
+    *,
+    done: bool,
+    comment: str = "",
+    seconds: float | None = None,
+    then: int | None = None,
+    token: str | None = None,
+    now=None,
+) -> Screen:
+    """One judgement on the item the tab showed, in the caller's write transaction: the answers stored
+    (or refused: ``votes.Reassigned``, ``votes.CapacityError``, ``StudyError``), then the screen to show
+    next: the same item while the judgement is incomplete (``done`` False); else ``then`` (the item the
+    tab left for a review, when it is still the annotator's), else the next item, claimed."""
+    now = now or utcnow()
+    user = _login(session, user, token, now)
+    allowed = session.execute(
+        select(Item.study_id, Assignment.id)
+        .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == user.id))
+        .where(Item.id == item_id)
+    ).first()
+    if allowed is None or allowed[0] != study_id:
+        raise PermissionDenied("no such item in this study")
+    found = access(session, user, study_id)
+    if allowed[1] is None and user.role != "admin":
+        raise PermissionDenied("this item is not assigned to you")
+    allocation.before_judgement(session, study_id, item_id)
+    votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds, now=now)
+    closed = allocation.after_judgement(session, study_id, item_id)  # True: this judgement spent the budget
+    progress = _progress(session, user, study_id, found)
+    if closed and user.role != "admin":
+        return _screen(session, user, study_id, None, found, progress, closed=True)
+    if not done:
+        return _screen(session, user, study_id, item_id, found, progress)
+    if then is not None and then != item_id:
+        try:  # the vote is stored whatever happens here: a refusal only means claiming afresh
+            return _screen(session, user, study_id, then, found, progress)
+        except PermissionDenied:
+            pass
+    return _screen(session, user, study_id, _claim(session, user, study_id, progress[0], now), found, progress)
+
+
+def skip(session: Session, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None, now=None) -> Screen:
+    """Pass on the item (it comes back once nothing else is left) and claim the next: one write."""
+    now = now or utcnow()
+    user = _login(session, user, token, now)
+    found = access(session, user, study_id)
+    assignment.skip_item(session, user, item_id)
+    progress = _progress(session, user, study_id, found)
+    return _screen(session, user, study_id, _claim(session, user, study_id, progress[0], now), found, progress)
+
+
+# --- going back ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """An item the annotator can go back to: skipped (oldest skip first) or judged (newest first)."""
+
+    item_id: int
+    key: str
+    state: str  # "skipped" or "judged"
+    label: str  # a line a person recognises: position, key, a preview of the item, the current answer
+
+
+def history(session: Session, user: Annotator, study_id: int, preview) -> list[Earlier]:
+    """The go-back list, read only when it is opened: three statements whatever its length.
+    ``preview(payload)`` gives the short text that recalls an item (the kind's ``preview``)."""
+    skipped = session.execute(
+        select(Item.id, Item.key, Item.payload)
+        .join(Assignment, Assignment.item_id == Item.id)
+        .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == assignment.SKIPPED)
+        .order_by(Assignment.assigned_at, Item.id)
+    ).all()
+    last = (
+        select(VoteEvent.item_id, func.max(VoteEvent.id).label("last"))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id, VoteEvent.annotator_id == user.id)
+        .group_by(VoteEvent.item_id)
+        .subquery()
+    )
+    judged = session.execute(
+        select(Item.id, Item.key, Item.payload).join(last, last.c.item_id == Item.id).order_by(last.c.last.desc())
+    ).all()
+    answers: dict[int, dict[str, str]] = {}
+    for item_id, question, value in session.execute(
+        select(VoteEvent.item_id, VoteEvent.question, VoteEvent.value)
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id, VoteEvent.annotator_id == user.id)
+        .order_by(VoteEvent.id)
+    ):
+        answers.setdefault(item_id, {})[question] = value
+    rows = [(i, k, p, "skipped") for i, k, p in skipped] + [(i, k, p, "judged") for i, k, p in judged]
+    return [
+        Earlier(item_id, key, state, _label(position, key, preview(payload), state, answers.get(item_id, {})))
+        for position, (item_id, key, payload, state) in enumerate(rows)
+    ]
+
+
+def _label(position: int, key: str, preview: str, state: str, answers: dict[str, str]) -> str:
+    """``3. PMUL4648.json — “I need a train…” — satisfied yes``"""
+    preview = " ".join(preview.split())
+    preview = preview if len(preview) <= 70 else preview[:69] + "…"
+    binary = {q: v for q, v in answers.items() if v in ("0", "1")}
+    if state == "skipped":
+        answer_text = "(skipped)"
+    elif len(binary) <= 2:
+        answer_text = ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items())
+    else:
+        answer_text = f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"
+    return f"{position + 1}. {key} — “{preview}” — {answer_text}"

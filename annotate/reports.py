@@ -1,0 +1,503 @@
+"""A study's reports, for the admin: progress (judgements, annotators, items, attention checks, time
+per item), the study as the export writers take it (with its progress), where it stands against its
+allocation design (in numbers and in one line of prose), and the analysis cache.
+
+Every report is a frozen dataclass defined beside the function that makes it; ``dataclasses.asdict``
+of one is its JSON (``python -m annotate status --json``, ``study design --json``).  Nothing here
+writes: closing a study whose target is reached is ``annotate.allocation.close_when_reached``, which
+``annotate.service`` calls with what :func:`allocation_status` found.
+
+The analysis cache keeps one study's analysis per (database, study, settings, condition, inputs),
+shared by the Analysis page, the Progress page's design line, every export and the report in this
+process: the bootstrap and the λ calibration take seconds, so a look that changes nothing must cost
+nothing, and a look after any change must see it (issue 24).  :func:`inputs_version` reads what the
+analysis depends on.  (Judges' files uploaded on the Analysis page are compared when uploaded and
+never cached.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, case, func, select, true
+from sqlalchemy.orm import Session
+
+from annotate import crowd, study_data
+from annotate.allocation import QUESTIONS, design_of, judgements_done
+from annotate.assignment import ACTIVE, DONE, cutoff
+from annotate.auth import require_admin
+from annotate.store.db import read_session
+from annotate.store.models import Adjudication, Annotator, Assignment, Item, Study, StudyMember, VoteEvent, utcnow
+from exports.study import StudyData
+from metrics import adaptive, present
+from metrics.analysis import AnalysisSettings, Progress
+
+# --- progress -------------------------------------------------------------------------------
+
+FAST_SECONDS = 2.0  # a median below this, or below a quarter of the study's median, is flagged
+FAST_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class AnnotatorCounts:
+    done: int  # judgements finished
+    active: int  # places held now
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_seconds: float  # on an item, to 0.1 s
+    fast: bool  # implausibly quick (see :func:`time_per_item`)
+
+
+@dataclass(frozen=True)
+class AttentionChecks:
+    checked: int  # current answers to gold questions
+    failed: int  # ... that differ from the gold answer
+
+
+@dataclass(frozen=True)
+class ItemProgress:
+    key: str
+    condition: str | None
+    done: int  # judgements finished
+    needed: int  # the item's places: the overlap plus what was re-opened
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """A study's progress (:func:`progress`); ``asdict`` of it is ``python -m annotate status --json``."""
+
+    study: str
+    kind: str
+    overlap: int
+    items: int  # items to judge (an adaptive design's left-out items are not)
+    items_left_out: int
+    judgements_done: int  # finished judgements, at most each item's places
+    judgements_needed: int  # the places of the items to judge
+    fraction_done: float
+    items_complete: int
+    vote_events: int
+    annotators: dict[str, AnnotatorCounts]  # people with at least one vote, by name
+    held: dict[str, int]  # places held now by anyone, voters or not, by name
+    time_per_item: dict[str, Timing]
+    attention: dict[str, AttentionChecks]
+    workers: list[crowd.Worker]
+    per_item: list[ItemProgress]
+
+
+def time_per_item(session: Session, study_id: int) -> dict[str, Timing]:
+    """Each voter's median seconds on an item (the first vote event of each item: the time from the
+    item shown to the judgement) and ``fast``: implausibly quick judging, a median under 2 s or under a
+    quarter of the study's median."""
+    first = (
+        select(func.min(VoteEvent.id))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id)
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id)
+    )
+    rows = session.execute(
+        select(Annotator.name, VoteEvent.seconds)
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        .where(VoteEvent.id.in_(first), VoteEvent.seconds.is_not(None))
+    ).all()
+    seconds: dict[str, list[float]] = {}
+    for name, value in rows:
+        seconds.setdefault(name, []).append(float(value))
+    overall = statistics.median([s for values in seconds.values() for s in values]) if seconds else None
+    timing = {}
+    for name, values in sorted(seconds.items()):
+        median = statistics.median(values)
+        fast = median < FAST_SECONDS or (overall is not None and median < FAST_SHARE * overall)
+        timing[name] = Timing(round(median, 1), fast)
+    return timing
+
+
+def attention_checks(session: Session, study_id: int) -> dict[str, AttentionChecks]:
+    """Each voter's attention checks: current answers to gold questions (``checked``) and how many
+    differ from the gold answer (``failed``)."""
+    gold_items = dict(session.execute(select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None))).all())
+    if not gold_items:
+        return {}
+    latest = (
+        select(func.max(VoteEvent.id))
+        .where(VoteEvent.item_id.in_(list(gold_items)))
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id, VoteEvent.question)
+    )
+    checks: dict[str, list[int]] = {}
+    for name, item_id, question, value in session.execute(
+        select(Annotator.name, VoteEvent.item_id, VoteEvent.question, VoteEvent.value)
+        .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+        .where(VoteEvent.id.in_(latest))
+    ):
+        expected = (gold_items[item_id] or {}).get(question)
+        if expected is not None:
+            counts = checks.setdefault(name, [0, 0])
+            counts[0] += 1
+            counts[1] += value != expected
+    return {name: AttentionChecks(checked, failed) for name, (checked, failed) in sorted(checks.items())}
+
+
+def progress(session: Session, study_id: int, now: datetime | None = None) -> StudyProgress:
+    """Items, finished judgements, and per-annotator and per-item counts.
+
+    ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
+    ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or not
+    (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
+    seconds per item and ``fast`` (see :func:`time_per_item`); ``attention`` each voter's attention
+    checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.crowd.workers``).
+    Crowd workers are named ``<platform>:<worker id>`` (``annotate.crowd``), here as in the exports.
+    """
+    now = now or utcnow()
+    study = session.get(Study, study_id)
+    every = session.execute(
+        select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included).where(Item.study_id == study_id)
+    ).all()
+    items = [row[:4] for row in every if row[4]]  # an adaptive design's left-out items are not to be judged
+    done = session.execute(
+        select(Assignment.item_id, Annotator.name)
+        .join(Annotator, Annotator.id == Assignment.annotator_id)
+        .where(Assignment.study_id == study_id, Assignment.status == DONE)
+    ).all()
+    active = session.execute(
+        select(Assignment.item_id, Annotator.name)
+        .join(Annotator, Annotator.id == Assignment.annotator_id)
+        .where(Assignment.study_id == study_id, Assignment.status == ACTIVE, Assignment.assigned_at >= cutoff(study, now))
+    ).all()
+    voters = set(
+        session.scalars(
+            select(Annotator.name)
+            .join(VoteEvent, VoteEvent.annotator_id == Annotator.id)
+            .join(Item, Item.id == VoteEvent.item_id)
+            .where(Item.study_id == study_id)
+            .distinct()
+        )
+    )
+    per_item_done: dict[int, int] = {}
+    per_annotator: dict[str, list[int]] = {name: [0, 0] for name in voters}  # done, active
+    held: dict[str, int] = {}
+    for item_id, name in done:
+        per_item_done[item_id] = per_item_done.get(item_id, 0) + 1
+        per_annotator.setdefault(name, [0, 0])[0] += 1
+    for _item_id, name in active:
+        held[name] = held.get(name, 0) + 1
+        if name in per_annotator:
+            per_annotator[name][1] += 1
+    needed = sum(study.overlap + extra for _, _, _, extra in items)
+    finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
+    n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
+    shown = crowd.display_names(session, study_id)
+    rename = lambda counts: {shown.get(name, name): value for name, value in counts.items()}  # noqa: E731
+    attention = rename(attention_checks(session, study_id))
+    return StudyProgress(
+        study=study.name,
+        kind=study.kind,
+        overlap=study.overlap,
+        items=len(items),
+        items_left_out=len(every) - len(items),
+        judgements_done=finished,
+        judgements_needed=needed,
+        fraction_done=finished / needed if needed else 1.0,
+        items_complete=sum(1 for i, _, _, extra in items if per_item_done.get(i, 0) >= study.overlap + extra),
+        vote_events=int(n_votes or 0),
+        annotators={name: AnnotatorCounts(*counts) for name, counts in sorted(rename(per_annotator).items())},
+        held=dict(sorted(rename(held).items())),
+        time_per_item=rename(time_per_item(session, study_id)),
+        attention=attention,
+        workers=crowd.workers(session, study_id, attention),
+        per_item=[
+            ItemProgress(key, condition, per_item_done.get(i, 0), study.overlap + extra) for i, key, condition, extra in items
+        ],
+    )
+
+
+def load_study(engine: Engine, study: str | int, *, history: bool = False) -> StudyData:
+    """The study (by name or id) as the writers take it (``exports.study.StudyData``), read in one
+    read transaction: ``annotate.study_data.read_study`` with its :func:`progress` (as a dict: the
+    writers are below ``annotate``).  No permission check: the callers check (``annotate.service``)."""
+    with read_session(engine) as session:
+        data = study_data.read_study(session, study, history=history)
+        data.progress_report = asdict(progress(session, study_data.find_study(session, study).id))
+    return data
+
+
+# --- the allocation design: where the study stands ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its closed 95% interval."""
+
+    estimate: float
+    low: float
+    high: float
+
+
+def main_question(design: dict, analysis: dict) -> Interval | None:
+    """The study's main question in its analysis, as the Analysis page shows it; None until there is
+    a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
+    r(JGA) with its bootstrap interval, or λ*); a uniform one: the difference between metrics (Zou's
+    interval) or the λ calibration (bootstrap interval of λ*).
+
+    The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
+    included) for the design line."""
+    label = f"fga_{float(design['lambda']):g}"
+    weighted = analysis.get("design") or {}
+    if weighted.get("design") == "adaptive":
+        if design["question"] == "lambda":
+            found = weighted.get("lambda") or {}
+            return _closed(found.get("lambda_star"), found.get("ci"))
+        pairs = weighted.get("differences") or []
+    elif design["question"] == "lambda":
+        found = analysis.get("calibration") or {}
+        return _closed(found.get("best_lambda"), found.get("ci_lambda"))
+    else:
+        pairs = (analysis.get("correlation") or {}).get("williams") or []
+    pair = next((d for d in pairs if {d["a"], d["b"]} == {label, "jga"}), None)
+    if pair is None or pair.get("diff") is None or not pair.get("diff_ci"):
+        return None
+    sign = 1 if pair["a"] == label else -1  # said as r(FGA) - r(JGA), whichever order it was computed in
+    return _closed(sign * pair["diff"], sorted(sign * v for v in pair["diff_ci"]))
+
+
+def _closed(estimate, ci) -> Interval | None:
+    if estimate is None or not ci or any(v is None for v in ci):
+        return None
+    return Interval(float(estimate), float(ci[0]), float(ci[1]))
+
+
+@dataclass(frozen=True)
+class AllocationStatus:
+    """Where a study stands against its design (:func:`allocation_status`): the design (``lam`` is its
+    FGA λ, ``"lambda"`` in the JSON), the judgements spent, the main question's estimate, interval and
+    width now (None before there is an interval), the judgements projected to reach ``target_width``,
+    and whether it is reached.  ``closed_now``: the service closed the study on this look (the page
+    says so; not in the JSON, which is :meth:`as_json`)."""
+
+    policy: str
+    question: str
+    lam: float = 0.5
+    budget: int | None = None
+    target_width: float | None = None
+    max_k: int | None = None
+    spent: int = 0
+    closed: bool = False
+    width: float | None = None
+    estimate: float | None = None
+    ci: list[float] | None = None
+    projected: int | None = None
+    reached: bool = False
+    closed_now: bool = False
+
+    def as_json(self) -> dict:
+        """What ``python -m annotate study design NAME --json`` prints (the keys of the stored design)."""
+        fields = asdict(self)
+        del fields["closed_now"]
+        return {("lambda" if k == "lam" else k): v for k, v in fields.items()}
+
+
+def allocation_status(session: Session, study: Study, analysis: dict | None) -> AllocationStatus:
+    """The design, the judgements spent, the current interval of the main question and its width, the
+    judgements projected to reach ``target_width``.
+
+    The interval is the one the Analysis page shows (issue 24: one computation): ``analysis`` is the
+    study's analysis with its stored settings (``annotate.study_data.stored_settings``) and the system
+    the Analysis page opens with, from the cache (``annotate.service.allocation_status``).  Only a
+    satisfaction study has a main question; for the others ``analysis`` is not read (None is fine)."""
+    design = design_of(study.settings)
+    spent = judgements_done(session, study.id)
+    estimated = study.kind == "satisfaction"  # the only kind with a main question to estimate
+    found = main_question(design, analysis) if estimated and analysis is not None else None
+    width = None if found is None else found.high - found.low
+    target = design["target_width"]
+    return AllocationStatus(
+        policy=design["policy"],
+        question=design["question"],
+        lam=design["lambda"],
+        budget=design["budget"],
+        target_width=design["target_width"],
+        max_k=design["max_k"],
+        spent=spent,
+        closed=bool(study.archived),
+        width=width,
+        estimate=None if found is None else found.estimate,
+        ci=None if found is None else [found.low, found.high],
+        projected=adaptive.projected_judgements(spent, width, target) if estimated else None,
+        reached=bool(estimated and target and width is not None and width <= target),
+    )
+
+
+def allocation_line(status: AllocationStatus) -> str:
+    """One line for people: the design, what was spent, where the main question stands.
+
+    >>> line = allocation_line(AllocationStatus("adaptive", "fga_vs_jga", budget=300, spent=120, estimate=0.12,
+    ...                                         ci=[0.02, 0.22], width=0.2, target_width=0.1, projected=480))
+    >>> for part in line.split("; "): print(part)
+    Design: adaptive, question r(FGA) - r(JGA)
+    120 of 300 judgements spent
+    now 0.120 [0.020, 0.220], width 0.200
+    target width 0.1: about 480 judgements in all
+    """
+    parts = [f"Design: {status.policy}, question {QUESTIONS[status.question]}"]
+    budget = f" of {status.budget}" if status.budget else ""
+    parts.append(f"{status.spent}{budget} judgements spent")
+    if status.width is not None:
+        # 3 decimals, as every r and interval in the app, the report and the command line (metrics.present)
+        parts.append(f"now {present.number(status.estimate)} {present.interval(status.ci)}, width {present.number(status.width)}")
+    else:
+        parts.append("no interval yet (votes on at least 3 dialogues needed)")
+    if status.target_width:
+        parts.append(
+            f"target width {status.target_width:g}: "
+            + (f"about {status.projected} judgements in all" if status.projected else "projection after the first interval")
+        )
+    if status.closed:
+        parts.append("the study is closed")
+    return "; ".join(parts)
+
+
+# --- the analysis cache ---------------------------------------------------------------------
+
+_CACHE: OrderedDict[tuple, dict] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+CACHE_ENTRIES = 32
+# Settings the analysis never reads: operational ones that change often (a votes download records
+# ``exported_through``; crowd links, their secret and quota; the places' timeout).
+NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
+
+
+def inputs_version(session, study_id: int) -> tuple:
+    """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
+    kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
+    (append-only: count and newest id), its items' capacity, draw and inclusion probabilities, their
+    gold answers (only the items with gold, few: read whole) and its members.  Any write that changes
+    an input changes it, whichever path (app, CLI, a script) made the write.
+
+    The items' numbers are summed twice, plainly and weighted by the item's id, so that a value moved
+    from one item to another (π from one dialogue to another: a different weight for each) changes
+    the sums too (issue 25).  Float sums are compared to 12 significant digits (the same on every
+    look, whatever order the database adds them in)."""
+
+    def aggregate(*columns, join=None, where):
+        query = select(*columns)
+        if join is not None:
+            query = query.join(Item, Item.id == join)
+        return query.where(where).subquery()
+
+    votes = aggregate(
+        func.count(VoteEvent.id).label("n"),
+        func.max(VoteEvent.id).label("last"),
+        join=VoteEvent.item_id,
+        where=Item.study_id == study_id,
+    )
+    judged = aggregate(
+        func.count(Adjudication.id).label("n"),
+        func.max(Adjudication.id).label("last"),
+        join=Adjudication.item_id,
+        where=Item.study_id == study_id,
+    )
+    items = aggregate(
+        func.count(Item.id).label("n"),
+        func.sum(Item.extra_capacity).label("extra"),
+        func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
+        func.count(Item.pi).label("n_pi"),
+        func.sum(Item.pi).label("pi"),
+        func.max(Item.id).label("last"),
+        func.sum(Item.id * Item.extra_capacity).label("extra_by_id"),
+        func.sum(case((Item.included == true(), Item.id), else_=0)).label("included_by_id"),
+        func.sum(Item.id * Item.pi).label("pi_by_id"),
+        where=Item.study_id == study_id,
+    )
+    members = aggregate(
+        func.count(StudyMember.annotator_id).label("n"),
+        func.sum(StudyMember.annotator_id).label("ids"),
+        func.max(StudyMember.added_at).label("added"),
+        where=StudyMember.study_id == study_id,
+    )
+    row = session.execute(
+        select(
+            Study.created_at,
+            Study.kind,
+            Study.overlap,
+            Study.settings,
+            votes.c.n,
+            votes.c.last,
+            judged.c.n,
+            judged.c.last,
+            items.c.n,
+            items.c.extra,
+            items.c.included,
+            items.c.n_pi,
+            items.c.pi,
+            items.c.last,
+            items.c.extra_by_id,
+            items.c.included_by_id,
+            items.c.pi_by_id,
+            members.c.n,
+            members.c.ids,
+            members.c.added,
+        )
+        .select_from(Study)
+        .join(votes, true())
+        .join(judged, true())
+        .join(items, true())
+        .join(members, true())
+        .where(Study.id == study_id)
+    ).one_or_none()
+    if row is None:
+        raise ValueError(f"no study with id {study_id}")
+    created, kind, overlap, settings, *counts = row
+    analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
+    for float_sum in (8, 12):  # the sums of π, plain and by id
+        counts[float_sum] = None if counts[float_sum] is None else float(f"{float(counts[float_sum]):.12g}")
+    gold = session.execute(
+        select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None)).order_by(Item.id)
+    ).all()
+    fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
+    return (created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), *counts)
+
+
+def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
+    """The cache's key: the database, the study, the analysis settings and condition, and the
+    study's :func:`inputs_version`."""
+    with read_session(engine) as session:
+        version = inputs_version(session, study_id)
+    return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
+
+
+def study_analysis(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
+    progress: Progress | None = None,
+) -> dict:
+    """``annotate.study_data.analyse``, computed once per study state and settings (admin only;
+    checked on every call).
+
+    The result is shared: callers must not change it."""
+    require_admin(user)
+    key = analysis_key(engine, study_id, settings, condition)
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    result = study_data.analyse(engine, user, study_id, settings, condition=condition, progress=progress)
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        while len(_CACHE) > CACHE_ENTRIES:
+            _CACHE.popitem(last=False)
+    return result
+
+
+def clear_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
