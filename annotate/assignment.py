@@ -243,10 +243,9 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
     the counter can never pass the item's capacity.  No study-wide lock: on PostgreSQL each candidate
     is first taken ``FOR UPDATE SKIP LOCKED``, so two annotators claim different items at once (one
     being claimed is passed over, and waited for only when nothing else is left).  The whole choice is
-    a handful of prepared statements: on SQLite, that is all that runs inside ``BEGIN IMMEDIATE``;
-    the item itself (its dialogue, often the largest row) is read by the caller after the commit
-    (``service.next_item``), outside the write lock.
-    """
+    a handful of prepared statements.  The annotator's page reads the claimed item (its dialogue, one
+    indexed row) in the same write transaction, to return the next screen with the vote
+    (``annotate.loop.answer``, issue 25)."""
     now = now or utcnow()
     session.flush()
     connection = session.connection()

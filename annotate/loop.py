@@ -7,7 +7,8 @@ the annotator's place on it, their answers, the progress counts), whatever the s
 many items they judged.  A vote is ONE write transaction (:func:`answer`) that stores it, claims the
 next item and returns the next screen, so the page shows the next item without reading again; a skip
 (:func:`skip`) and a first visit (:func:`claim_screen`) likewise.  The go-back list (:func:`history`)
-is read only when the annotator opens it.  Nothing on a read path writes.
+is read only when the annotator opens it.  Nothing on a read path writes (a tab with no item on its
+screen claims one: that is a write, :func:`claim_screen`).
 
 The login is checked inside the same transaction (``annotate.sessions.user_in``) when the caller gives
 the session token (the pages do); callers that established the annotator otherwise (tests, scripts)

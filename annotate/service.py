@@ -4,7 +4,8 @@
 Each function takes the actor: an annotator (``user``) as the login established it, or the command
 line's actor (an admin, recorded as ``cli`` in a study's change log).  Admin actions refuse
 non-admins; an annotator can only see items they were given and only read or change their own votes.
-The pages call nothing else that reads or writes the store: logins (:func:`log_in`, :func:`log_out`,
+The pages call nothing else that reads or writes the store (but the outage probe,
+``store.db.reachable``, one ``SELECT 1``): logins (:func:`log_in`, :func:`log_out`,
 :func:`session_user`), the demo (:func:`ensure_demo`) and the annotator's loop (:func:`screen`,
 :func:`answer`, ... through ``annotate.screen``, the tab logic) are here too; what pages import
 besides is constants and pure functions (a kind's item view, a report's prose, the proxy rules).
@@ -89,10 +90,17 @@ def answer(
     item to show instead, the one a tab left for a review): one write transaction."""
     if not answers:
         raise StudyError("nothing to save")
-    with write_session(engine) as session:
-        return loop.answer(
-            session, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
-        )
+    began = False
+    try:
+        with write_session(engine) as session:
+            began = True
+            return loop.answer(
+                session, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
+            )
+    except Exception as err:
+        if not began:  # the transaction never opened (SQLite: BEGIN IMMEDIATE failed): nothing was sent
+            err.answer_not_sent = True  # type: ignore[attr-defined]  (annotate.screen.vote: "not saved")
+        raise
 
 
 def skip_to_next(engine: Engine, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None) -> loop.Screen:
@@ -187,12 +195,6 @@ def my_history(engine: Engine, user: Annotator, study_id: int) -> list[tuple[int
     """(item id, a label without the condition, ``"skipped"`` or ``"judged"``) of the items this user
     skipped (oldest skip first) and then of those they judged (newest first)."""
     return [(e.item_id, e.key, e.state) for e in history(engine, user, study_id)]
-
-
-def history_labels(engine: Engine, user: Annotator, study_id: int, history_rows=None) -> dict[int, str]:
-    """A line per item of :func:`my_history` that a person recognises: the key, a preview of the item
-    (a dialogue's first user turn, the CoCo user turn, the SLU top hypothesis) and the current answer."""
-    return {e.item_id: e.label for e in history(engine, user, study_id)}
 
 
 def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:

@@ -240,38 +240,6 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
     ]
 
 
-def current_answers(session: Session, annotator: Annotator, item_id: int) -> dict[str, VoteEvent]:
-    """This annotator's current vote per question on one item."""
-    events = session.scalars(
-        select(VoteEvent).where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == annotator.id).order_by(VoteEvent.id)
-    )
-    return {event.question: event for event in events}
-
-
-def skipped_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
-    """Items this annotator skipped and has not judged since, oldest skip first."""
-    return list(
-        session.scalars(
-            select(Item)
-            .join(Assignment, Assignment.item_id == Item.id)
-            .where(Assignment.study_id == study_id, Assignment.annotator_id == annotator.id, Assignment.status == SKIPPED)
-            .order_by(Assignment.assigned_at, Item.id)
-        )
-    )
-
-
-def judged_items(session: Session, study_id: int, annotator: Annotator) -> list[Item]:
-    """Items this annotator has voted on, most recent first (for going back)."""
-    last = (
-        select(VoteEvent.item_id, func.max(VoteEvent.id).label("last"))
-        .join(Item, Item.id == VoteEvent.item_id)
-        .where(Item.study_id == study_id, VoteEvent.annotator_id == annotator.id)
-        .group_by(VoteEvent.item_id)
-        .subquery()
-    )
-    return list(session.scalars(select(Item).join(last, last.c.item_id == Item.id).order_by(last.c.last.desc())))
-
-
 def rows_to_csv(rows: Iterable[dict], columns=EXPORT_COLUMNS) -> str:
     """Vote rows as spreadsheet-safe CSV (the exports package's writer)."""
     from exports.tables import csv_bytes

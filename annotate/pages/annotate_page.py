@@ -156,7 +156,11 @@ def _go_back(study: StudySummary, user, has_history: bool) -> None:
         if not has_history:
             st.caption("You have not judged or skipped anything in this study yet.")
         elif box.open:
-            earlier = {e.item_id: e for e in service.history(app_engine(), user, study.id)}
+            try:
+                earlier = {e.item_id: e for e in service.history(app_engine(), user, study.id)}
+            except PermissionDenied as err:  # the study closed (or they left it) since the screen was read
+                show_refusal("This list cannot be shown.", str(err))
+                return
             choice = st.selectbox(
                 "Item you skipped or judged (skipped first, then newest first)",
                 list(earlier),

@@ -28,7 +28,7 @@ def render(st, ctx: ItemContext) -> None:
         with st.container(border=True):
             st.caption("System prompt of this turn")
             st.text(view["system"])
-            recording = ctx.audio() if item.payload.get("audio") else None
+            recording = ctx.cached("audio", ctx.audio) if item.payload.get("audio") else None  # read once per item
             if recording is not None:  # the caller's own words, when the call folder had the audio
                 st.audio(recording[2], format=recording[1])
             transcription_key = f"transcription-{item.id}"
