@@ -14,9 +14,9 @@ from tests.store.test_crowd import admin, open_crowd, prolific
 from tests.store_helpers import make_study
 
 
-def outcome(check) -> str:
+def outcome(check, *args) -> str:
     try:
-        check()
+        check(*args)
     except StudyClosed:
         return "closed"
     except PermissionDenied:
@@ -40,8 +40,8 @@ def test_the_one_statement_access_check_agrees_with_the_rule(engine, fixtures):
         service.set_archived(engine, boss, study.id, archived)
         for (who, person), study_id in itertools.product(people.items(), (study.id, other.id)):
             with read_session(engine) as session:
-                rule = outcome(lambda: membership.require_access(session, person, study_id))
-                one = outcome(lambda: loop.access(session, person, study_id))
+                rule = outcome(membership.require_access, session, person, study_id)
+                one = outcome(loop.access, session, person, study_id)
             assert one == rule, (who, study_id, archived, members, crowd_open)
             seen.add(rule)
     assert seen == {"allowed", "denied", "closed"}
