@@ -63,8 +63,31 @@ def read_study(session, study: str | int, *, history: bool = False) -> StudyData
         condition=condition,
         progress=progress,
         allocation=(data.settings or {}).get("allocation"),
+        categories=declared_answers(kind.questions, items),
     )
     return data
+
+
+def declared_answers(questions, items) -> dict[str, list[str]]:
+    """The answers each question allows, from its spec, for every agreement statistic (not the answers
+    that happen to have been voted): a binary question 0, 1 (also an item's own question, an SLU act),
+    a choice its ``values``; a text question has none (its agreement uses the answers given).
+
+    >>> from annotate.kinds import get_kind
+    >>> declared_answers(get_kind("slu").questions, [])["transcription_status"][:2]
+    ['transcribed', 'audio-not-available']
+    """
+    from annotate.kinds.base import question_spec
+
+    names = dict.fromkeys([*(spec["name"] for spec in questions), *(q for item in items for q in item.questions)])
+    declared = {}
+    for name in names:
+        spec = question_spec(questions, name)
+        if spec["type"] == "binary":
+            declared[name] = ["0", "1"]
+        elif spec.get("values"):
+            declared[name] = [str(v) for v in spec["values"]]
+    return declared
 
 
 def adjudications(session, study_id: int) -> dict[tuple[str, str, str], dict]:

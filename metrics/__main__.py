@@ -4,7 +4,8 @@
                                     [--slots N] [--rsa macro|macro-skip|micro] [--normalise]
                                     [--per-dialogue] [--by-domain] [--json]
     python -m metrics agreement VOTES.csv [--question Q] [--level nominal|ordinal|interval|ratio]
-                                    [--weights none|linear|quadratic] [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
+                                    [--weights none|linear|quadratic] [--categories A,B,... | --scale 1-5]
+                                    [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
                                     [--adjust holm|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
     python -m metrics systems --ratings RATINGS.csv --system NAME=PATH --system NAME=PATH ... [--json]
@@ -79,6 +80,9 @@ def _add_analysis(subparsers) -> None:
         choices=("none", "linear", "quadratic"),
         help="weights for pairwise Cohen's kappa and Gwet's AC2 (--level governs alpha only)",
     )
+    declared = agreement.add_mutually_exclusive_group()
+    declared.add_argument("--categories", help="the question's answers, e.g. 0,1 (default: the answers voted)")
+    declared.add_argument("--scale", help="the question's answers as a whole-number scale START-END, e.g. 1-5")
     agreement.add_argument("--gold", help="gold answers CSV (item, question, value[, condition]) for attention checks")
     agreement.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items (0: none)")
     agreement.add_argument("--seed", type=int, default=0)
@@ -200,12 +204,21 @@ def _read_gold(path: str) -> dict:
 
 def run_agreement(args) -> int:
     from formats.tidy import read_votes
+    from metrics.agreement import scale_answers
     from metrics.analysis import agreement_all
 
     table = read_votes(args.votes)
     gold = _read_gold(args.gold) if args.gold else None
+    declared = scale_answers(args.scale) if args.scale else args.categories.split(",") if args.categories else None
     result = agreement_all(
-        table, question=args.question, level=args.level, resamples=args.bootstrap, seed=args.seed, gold=gold, weights=args.weights
+        table,
+        question=args.question,
+        level=args.level,
+        resamples=args.bootstrap,
+        seed=args.seed,
+        gold=gold,
+        weights=args.weights,
+        categories=declared,
     )
     return _emit(
         args,
@@ -241,7 +254,8 @@ def run_correlate(args) -> int:
         adjust=args.adjust,
         resample=args.resample,
     )
-    return _emit(args, result, lambda present: [present.correlation_table(result)])
+    # the differences table too: the correlation table's notes speak of its Zou intervals and adjusted p
+    return _emit(args, result, lambda present: [present.correlation_table(result), present.williams_table(result)])
 
 
 def run_calibrate(args) -> int:

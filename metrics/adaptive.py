@@ -245,6 +245,16 @@ def design_report(
     w = 1 / np.asarray(pi, dtype=float)
     y = np.asarray(rating, dtype=float)
     names = [name for name, values in metric_values.items() if np.isfinite(values).all() and np.ptp(values) > 0]
+    notes = []  # a metric left out is said so, not dropped silently (issue 26)
+    for name, values in metric_values.items():
+        missing = int((~np.isfinite(np.asarray(values, dtype=float))).sum())
+        if missing:
+            notes.append(f"{name}: left out of the design's estimates: undefined (NaN) on {missing} of {len(y)} judged dialogues")
+        elif name not in names:
+            notes.append(
+                f"{name}: left out of the design's estimates: the same value on every judged dialogue, so its correlation "
+                "is undefined"
+            )
     x = np.column_stack([np.asarray(metric_values[name], dtype=float) for name in names]) if names else np.zeros((len(y), 0))
     r = _weighted_r_rows(x, y, w[None, :])[0] if names else np.zeros(0)
     boot = None
@@ -289,6 +299,7 @@ def design_report(
         "differences": differences,
         "method": "Hájek-weighted Pearson (1/π), percentile bootstrap over judged dialogues",
         "lambda": None,
+        "notes": notes,
     }
     if fga_grid is not None and len(grid) and len(y) >= 3:
         result["lambda"] = lambda_star(fga_grid, grid, y, w, resamples=resamples, seed=seed, confidence=confidence)

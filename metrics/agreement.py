@@ -13,6 +13,19 @@ just a resample of rows):
 
 A coefficient that cannot be computed is ``None`` with a note saying why — never NaN.
 
+The answers are the question's, not the data's: given ``categories`` (the study's declared answers,
+``--categories`` / ``--scale``), every coefficient uses that set; without them the set is inferred from
+the votes (:func:`metrics.aggregate.unit_table`: a 0/1 question always has both).  What the declared set
+changes, by definition of each coefficient:
+
+- Gwet's AC1 and AC2: their chance agreement divides by the number of answers q (and AC2's weights span
+  the declared scale's min..max), so an answer nobody chose still counts;
+- the order of non-numeric answers (declared order, not alphabetical): AC2's and weighted Cohen κ's ranks
+  (ordinal and interval α still need numeric answers);
+- not percent agreement, Fleiss' κ (an unused answer has π = 0), Krippendorff's α at any level (its
+  metrics weigh values by how often they were used; ``krippendorff``'s ``value_domain`` with unused values
+  gives the same α) or unweighted Cohen κ.
+
 Krippendorff's (2011) example, observers A–D on 12 units:
 
 >>> from formats.tidy import votes_from_rows
@@ -27,12 +40,13 @@ Krippendorff's (2011) example, observers A–D on 12 units:
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from formats.tidy import Vote
-from metrics.aggregate import UnitTable, majority_from_counts, unit_table
+from metrics.aggregate import UnitTable, canonical_number, majority_from_counts, unit_table
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 # krippendorff builds a units × values² array; above this we switch or refuse (see alpha).
@@ -41,6 +55,64 @@ ALPHA_MAX_BYTES = int(float(os.environ.get("DST_JUDGE_ALPHA_MAX_MB", "256")) * 1
 
 class Undefined(ValueError):
     """A coefficient that cannot be computed for this data; the message says why."""
+
+
+SAME_ALPHA = "all pairable votes have the same answer, so expected disagreement is 0"
+SAME_KAPPA = "every vote has the same answer, so chance agreement is 1 and κ is 0/0"
+# Every vote one answer: one note for all the coefficients (it replaces α's and κ's own), saying why κ and
+# α are undefined while AC1 is 1, on any scale (issue 26)
+IDENTICAL = (
+    "all ratings identical: chance agreement is 1 for κ and α, so they are undefined (0/0); AC1 is 1, as its "
+    "chance agreement Σπ(1−π)/(q−1) is 0 whatever the number of answers q"
+)
+IDENTICAL_AC2 = (
+    "all ratings identical: chance agreement is 1 for κ and α, so they are undefined (0/0); AC1 and AC2 are 1, as "
+    "their chance agreement, a multiple of Σπ(1−π), is 0 whatever the number of answers q"
+)
+
+
+def answer_table(votes: Sequence[Vote], categories: Sequence[str] | None = None) -> UnitTable:
+    """The unit table over the declared answers ``categories``, or over the answers voted when none are
+    declared.  Declared numbers are put in numeric order and spelled once ("4.0" is "4"), and a vote
+    spelled as another number counts as that number; other labels keep the declared order (their ranks).
+    A vote outside the declared answers is a ValueError naming it.
+
+    >>> from formats.tidy import Vote
+    >>> answer_table([Vote("a", "x", "q", "2.0")], ["3", "1", "2"]).categories
+    ['1', '2', '3']
+    """
+    if categories is None:
+        return unit_table(votes)
+    if isinstance(categories, str):
+        raise TypeError("categories is a list of answers, not one string")
+    declared = list(dict.fromkeys(str(c).strip() for c in categories))
+    if not declared or "" in declared:
+        raise ValueError(f"declared answers must be non-empty labels, got {list(categories)}")
+    if all(_is_number(c) for c in declared):
+        declared = sorted(dict.fromkeys(canonical_number(c) for c in declared), key=float)
+        votes = [replace(v, value=canonical_number(v.value)) if _is_number(v.value) else v for v in votes]
+    return unit_table(votes, declared)
+
+
+def scale_answers(text: str) -> list[str]:
+    """The answers of an integer scale ``START-END`` (or ``START..END``), the CLI's ``--scale``.
+
+    >>> scale_answers("1-5"), scale_answers("-2..2")
+    (['1', '2', '3', '4', '5'], ['-2', '-1', '0', '1', '2'])
+    """
+    import re
+
+    found = re.fullmatch(r"\s*(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)\s*", text)
+    if found is None or int(found[2]) <= int(found[1]):
+        raise ValueError(f"--scale is START-END with whole numbers START < END (1-5, 0-10, -2..2), got {text!r}")
+    return [str(v) for v in range(int(found[1]), int(found[2]) + 1)]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return bool(np.isfinite(float(text)))
+    except ValueError:
+        return False
 
 
 def _percent_per_unit(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,7 +149,7 @@ def fleiss_kappa(counts: np.ndarray) -> float:
     pi = _prevalence(counts)
     pe = float((pi**2).sum())
     if np.isclose(pe, 1.0):
-        raise Undefined("every vote has the same answer, so chance agreement is 1 and κ is 0/0")
+        raise Undefined(SAME_KAPPA)
     if np.all(voted.sum(axis=1) == voted[0].sum()):
         from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
@@ -86,11 +158,15 @@ def fleiss_kappa(counts: np.ndarray) -> float:
 
 
 def gwet_ac1(counts: np.ndarray) -> float:
-    """Gwet's AC1; meaningful when one answer dominates (κ's paradox)."""
+    """Gwet's AC1; meaningful when one answer dominates (κ's paradox).
+
+    When every vote has one answer its chance agreement Σπ_k(1 − π_k)/(q − 1) is 0 for every q ≥ 2, so AC1
+    is the percent agreement, 1, whether the table has that one column (answers inferred from the votes) or
+    the question's q: a question has at least two answers (issue 26: all "4" on 1-5 as all "1" on 0/1)."""
     q = counts.shape[1]
-    if q < 2:
-        raise Undefined("only one possible answer")
     pa = percent_agreement(counts)
+    if q < 2:  # only the one answer was voted: chance agreement is 0 whatever the question's q ≥ 2
+        return pa
     pi = _prevalence(counts)
     pe = float((pi * (1 - pi)).sum() / (q - 1))
     return (pa - pe) / (1.0 - pe)
@@ -120,12 +196,12 @@ def gwet_ac2(counts: np.ndarray, weights: np.ndarray) -> float:
     """Gwet's AC2: AC1 with agreement weights between categories (Gwet 2014, ch. 3; irrCAC's
     ``gwet.ac1.raw(..., weights=)``); with identity weights it is AC1."""
     q = counts.shape[1]
-    if q < 2:
-        raise Undefined("only one possible answer")
     m = counts.sum(axis=1)
     pairable = counts[m >= 2]
     if pairable.shape[0] == 0:
         raise Undefined("no item has two or more votes")
+    if q < 2:  # as AC1: one answer voted, chance agreement 0 for any q ≥ 2, AC2 = percent agreement = 1
+        return percent_agreement(counts)
     r = pairable.sum(axis=1)
     weighted = pairable @ weights.T  # r*_ik = Σ_l w_kl r_il
     pa = float(((pairable * (weighted - 1)).sum(axis=1) / (r * (r - 1))).mean())
@@ -164,7 +240,7 @@ def alpha_from_counts(counts: np.ndarray, values: np.ndarray | None, level: str)
         raise Undefined("no item has two or more votes")
     used = counts[pairable].sum(axis=0) > 0
     if used.sum() < 2:
-        raise Undefined("all pairable votes have the same answer, so expected disagreement is 0")
+        raise Undefined(SAME_ALPHA)
     counts = counts[pairable][:, used]
     domain = np.arange(counts.shape[1]) if values is None else values[used]
     if counts.shape[0] * counts.shape[1] ** 2 * 8 > ALPHA_MAX_BYTES:
@@ -330,15 +406,18 @@ def agreement_report(
     seed: int = 0,
     gold: Mapping[tuple[str, str], str] | None = None,
     weights: str = "none",
+    categories: Sequence[str] | None = None,
 ) -> dict:
     """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question).
 
     Point estimates and their bootstrap use the same items: every item with a vote.  ``level``
     governs Krippendorff's α only; ``weights`` (none, linear, quadratic) the pairwise Cohen κ and Gwet's
-    AC2; ``labels`` says what each coefficient used."""
+    AC2; ``labels`` says what each coefficient used.  ``categories``: the question's declared answers
+    (:func:`answer_table`; the module docstring says which coefficients they change), reported under
+    ``categories``; a note names them when they are not the set the votes alone imply."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
-    table = unit_table(votes)
+    table = answer_table(votes, categories)
     scale = table.numeric_values if table.numeric_values is not None else np.arange(len(table.categories), dtype=float)
     weight_matrix = agreement_weights(scale, weights)
     notes: list[str] = []
@@ -349,6 +428,13 @@ def agreement_report(
         notes.append(f"{single} item(s) with a single vote: left out of agreement")
     if len(table.annotators) < 2:
         notes.append("only one annotator: agreement is not defined")
+    if categories is not None and table.categories != unit_table(votes).categories:
+        unused = [c for c, n in zip(table.categories, table.counts.sum(axis=0)) if n == 0]
+        notes.append(
+            f"declared answers {', '.join(table.categories)}"
+            + (f" (never voted: {', '.join(unused)})" if unused else "")
+            + f": Gwet's AC1/AC2 count all {len(table.categories)}"
+        )
     values = table.numeric_values
     rated = table.counts[table.votes_per_unit >= 1]  # the items every coefficient and its bootstrap use
     result = {
@@ -393,10 +479,16 @@ def agreement_report(
         result["labels"]["gwet_ac2"] = f"{weighted} (--weights)"
     cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed, weights=weight_matrix)
     result["ci"] = {name: cis[name] if result.get(name) is not None else None for name in cis}
-    # Every item unanimous: resamples can only repeat it, so an interval is a point, not a measurement
-    unanimous = rated.shape[0] > 0 and bool(np.all(rated.max(axis=1) == rated.sum(axis=1)))
+    # Every item with two or more votes unanimous: resamples can only repeat it, so an interval is a point,
+    # not a measurement.  Only items with two votes can agree: one annotator (or annotators who share no
+    # item) is no agreement at all, complete or not, and no interval is computed then (issue 26).
+    pairable = rated[rated.sum(axis=1) >= 2]
+    unanimous = pairable.shape[0] > 0 and bool(np.all(pairable.max(axis=1) == pairable.sum(axis=1)))
     result["ci_degenerate"] = [n for n, ci in result["ci"].items() if ci is not None and ci[0] == ci[1]]
-    if unanimous:
+    if unanimous and int((rated.sum(axis=0) > 0).sum()) == 1:  # every vote one answer: one note says it all
+        own = {f"Krippendorff's α: {SAME_ALPHA}", f"Fleiss' κ: {SAME_KAPPA}"}
+        notes = [note for note in notes if note not in own] + [IDENTICAL if weight_matrix is None else IDENTICAL_AC2]
+    if unanimous and result["ci_degenerate"]:
         ci_notes.append(
             "complete agreement: every item's votes agree, so the bootstrap interval collapses to a point "
             "(ci_degenerate); it does not measure uncertainty: more items would"

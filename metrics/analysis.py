@@ -7,7 +7,7 @@ signature string, ``str(metrics.signature.Signature)``, that states the settings
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,16 +57,21 @@ def agreement_all(
     seed: int = 0,
     gold: dict | None = None,
     weights: str = "none",
+    categories: Mapping[str, Sequence[str]] | Sequence[str] | None = None,
 ) -> dict:
-    """``{"signature", "questions": {q: report}}`` for one question or every question."""
+    """``{"signature", "questions": {q: report}}`` for one question or every question.
+
+    ``categories``: the declared answers, per question (a mapping; a question not in it gets the answers
+    its votes imply) or one list for every question (the CLI's ``--categories`` / ``--scale``)."""
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     questions = [choose_question(table, question)] if question is not None else table.questions
     reports = {}
     for q in questions:
         q_gold = None if gold is None else {unit: value for (unit, gq), value in gold.items() if gq == q}
+        declared = categories.get(q) if isinstance(categories, Mapping) else categories
         reports[q] = agreement_report(
-            table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights
+            table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights, categories=declared
         )
     notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
     signature = Signature(
@@ -118,6 +123,7 @@ def correlate_study(
         {k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed, adjust=adjust, resample=resample
     )
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
+    rated = set(ratings.dialogue_ids)
     signature = settings.as_signature(
         rating=rating,
         tie=tie,
@@ -131,10 +137,11 @@ def correlate_study(
     return {
         "signature": str(signature),
         "n_dialogues": ratings.n_dialogues,
-        "n_ratings": int(ratings.value.size),
+        "n_ratings": int(ratings.value.size),  # observations: one per dialogue unless rating is pairs
+        "n_votes": sum(v.item in rated for v in votes),  # the votes behind them: a mean of 4 votes is 1 rating, 4 votes
         "rating": rating,
         **report,
-        "human_ceiling": human_ceiling(votes, ratings.dialogue_ids, resamples=resamples, seed=seed),
+        "human_ceiling": human_ceiling(votes, ratings.dialogue_ids, resamples=resamples, seed=seed, rating=rating),
         "notes": ratings.notes + report["notes"],
         "per_dialogue": [
             {
@@ -242,13 +249,27 @@ def _silent(fraction: float, text: str) -> None:
     return None
 
 
-def votes_summary(votes: VoteTable, settings: AnalysisSettings, *, gold: dict | None = None, skip=("transcription",)) -> dict:
-    """What every study gets: vote count, questions, agreement (with gold accuracy) and majority labels."""
+def votes_summary(
+    votes: VoteTable,
+    settings: AnalysisSettings,
+    *,
+    gold: dict | None = None,
+    skip=("transcription",),
+    categories: Mapping[str, Sequence[str]] | None = None,
+) -> dict:
+    """What every study gets: vote count, questions, agreement (with gold accuracy) and majority labels;
+    ``categories``: the study's declared answers per question, for agreement (see :func:`agreement_all`)."""
     result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
     if not votes.votes:
         return result
     result["agreement"] = agreement_all(
-        votes, level=settings.level, resamples=settings.resamples, seed=settings.seed, gold=gold, weights=settings.weights
+        votes,
+        level=settings.level,
+        resamples=settings.resamples,
+        seed=settings.seed,
+        gold=gold,
+        weights=settings.weights,
+        categories=categories,
     )
     result["majority"] = {
         q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip

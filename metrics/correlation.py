@@ -19,8 +19,8 @@ The difference r12 − r13 gets Zou's (2007) interval for overlapping dependent 
 cocor ``zou2007``), and the p-values of every pair reported are adjusted together (Holm by default).
 
 In ``pairs`` mode the unit is the dialogue: the Fisher interval, the p-value and Williams' test use
-n = dialogues (the votes of one dialogue are not independent observations), and the bootstrap
-resamples dialogues.
+n = dialogues (the votes of one dialogue are not independent observations; with 3 or fewer dialogues there
+is no Fisher interval and no p), and the bootstrap resamples dialogues.
 """
 
 from __future__ import annotations
@@ -37,6 +37,15 @@ from metrics.aggregate import majority_from_counts, unit_table
 from metrics.planning import dialogues_needed
 
 RATING_MODES = ("mean", "majority", "pairs")
+# The note that says which metric pairs Williams' test and Zou's interval leave out (metrics.present shows it
+# under the differences table)
+NOT_COMPARED = "not compared (Williams' test, Zou's interval)"
+# In pairs mode: each row's ``ci_method`` (its start) and how the note says it
+PAIRS_INTERVALS = {
+    "fisher z, bootstrap SE": "Fisher z with the standard error of the bootstrap over dialogues",
+    "fisher, n = dialogues": "Fisher with n = dialogues (conservative, without a bootstrap)",
+    "none:": "none for a metric on 3 or fewer dialogues",
+}
 ADJUSTMENTS = ("holm", "bh", "none")
 
 
@@ -333,8 +342,12 @@ def correlate_one(
     ci = result.confidence_interval(confidence)
     row.update(pearson=float(result.statistic), pearson_ci=[float(ci.low), float(ci.high)], p_value=float(result.pvalue))
     if n_units is not None:  # pairs: the unit is the dialogue
-        row["pearson_ci"], row["p_value"] = fisher_row(row["pearson"], n_units, confidence)
-        row["ci_method"] = "fisher, n = dialogues (conservative)"
+        if n_units > 3:
+            row["pearson_ci"], row["p_value"] = fisher_row(row["pearson"], n_units, confidence)
+            row["ci_method"] = "fisher, n = dialogues (conservative)"
+        else:  # Fisher over dialogues needs n > 3: no interval, no p (fisher_row's [r, r] and p = 1 measure nothing)
+            row["pearson_ci"], row["p_value"] = None, None
+            row["ci_method"] = f"none: {n_units} dialogues; a Fisher interval over dialogues needs more than 3"
         if boot_r is not None and np.isfinite(boot_r).sum() >= boot_r.size / 2 and abs(row["pearson"]) < 1:
             # Fisher z with the standard error of z over the dialogue bootstrap and a t quantile with
             # dialogues − 1 df (few clusters); see python -m bench.bench_coverage for its coverage beside
@@ -379,7 +392,7 @@ def correlation_report(
         weights, n_b, sy_b, syy_b = resample_sums(ratings, resamples, rng, resample)
     y = ratings.value
     pairs = ratings.mode == "pairs"
-    rows, observed = [], {}
+    rows, observed, undefined = [], {}, {}
     for name, per_dialogue in metric_values.items():
         valid = np.isfinite(per_dialogue)
         x_obs = per_dialogue[ratings.dialogue]
@@ -396,6 +409,8 @@ def correlation_report(
             **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None),
         }
         row["spearman_ci"], row["kendall_ci"] = rank_cis(row["spearman"], row["kendall"], units)
+        if row["pearson"] is None:
+            undefined[name] = "fewer than 3 observations" if keep.sum() < 3 else "constant values"
         row["bca_ci"] = None
         if boot is not None and row["pearson"] is not None:
             jackknife = jackknife_pearson(masked, n * valid, sy * valid, syy * valid)[valid & (n > 0)]
@@ -404,7 +419,7 @@ def correlation_report(
             row["note"] = f"{int((~valid).sum())} dialogue(s) without a value left out"
         rows.append(row)
         observed[name] = (x_obs, keep)
-    williams = []
+    williams, too_few = [], {}
     if pairs:  # metrics are compared on the dialogues' mean ratings: the dialogue is the unit
         rated = n > 0
         y_unit = np.where(rated, sy / np.maximum(n, 1), np.nan)
@@ -419,6 +434,8 @@ def correlation_report(
             units = int(keep.sum())
             entry = {"a": a["metric"], "b": b["metric"], "n": units}
             if np.ptp(xa) == 0 or np.ptp(xb) == 0 or units <= 3:
+                why = "both need more than 3" if units <= 3 else "a metric is constant on them"
+                too_few.setdefault((units, why), []).append(f"{a['metric']} vs {b['metric']}")
                 continue
             r12, r13 = np.corrcoef(y[keep], xa)[0, 1], np.corrcoef(y[keep], xb)[0, 1]
             r23 = np.corrcoef(xa, xb)[0, 1]
@@ -443,17 +460,24 @@ def correlation_report(
         )
     if resamples <= 0:
         notes.append("--bootstrap 0: no bootstrap interval was computed (bootstrap_ci and the ceiling's ci are null)")
-    if pairs:
+    if pairs:  # the interval each metric got, said as it was (issue 26: not "conservative" for none)
+        methods = {row["ci_method"] for row in rows if "ci_method" in row}
+        used = [text for key, text in PAIRS_INTERVALS.items() if any(m.startswith(key) for m in methods)]
         notes.append(
             "rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
-            "counts dialogues, the interval is Fisher z with the standard error of the bootstrap over dialogues "
-            "(Fisher with n = dialogues, conservative, without a bootstrap), and metrics are compared (Williams, "
+            f"counts dialogues, the interval is {'; '.join(used) or 'none'}, and metrics are compared (Williams, "
             "Zou) on the dialogues' mean ratings"
         )
+    # A pair of metrics that Williams' test and Zou's interval leave out is said so, not dropped (issue 26)
+    notes += [f"{NOT_COMPARED}: {name} — its correlation is undefined ({why})" for name, why in undefined.items()]
+    for (units, why), names in too_few.items():
+        listed = ", ".join(names) if len(names) <= 3 else f"{len(names)} metric pairs"
+        notes.append(f"{NOT_COMPARED}: {listed} on {units} dialogues; {why}")
     if williams and adjust != "none":
         name = "Holm" if adjust == "holm" else "Benjamini-Hochberg"
         notes.append(f"p_{adjust}: {name} adjustment over the {len(tested)} metric pairs tested")
-    return {"metrics": rows, "williams": williams, "notes": notes}
+    bootstrap = {"resamples": resamples, "seed": seed, "resample": resample}  # the unit of resampling, as calibrate's
+    return {"metrics": rows, "williams": williams, "notes": notes, "bootstrap": bootstrap}
 
 
 def _rating_matrix(votes: Sequence[Vote], dialogue_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -471,7 +495,8 @@ def _rating_matrix(votes: Sequence[Vote], dialogue_ids: Sequence[str]) -> tuple[
 def icc_oneway(ratings: np.ndarray) -> tuple[float, float]:
     """ICC(1,1) and ICC(1,k) of a dialogues × ratings array (NaN: missing), one-way random effects
     (Shrout & Fleiss 1979); with unequal counts k is the ANOVA's k0 and ICC(1,k) is Spearman–Brown at
-    the mean count.  Only dialogues with two or more ratings enter.
+    the mean count.  Only dialogues with two or more ratings enter.  The human ceiling takes only ICC(1,1)
+    from here: the reliability of means of unequal counts is ``mean_reliability``'s (harmonic mean count).
 
     >>> [round(v, 2) for v in icc_oneway(np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8],
     ...                                            [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7.]]))]
@@ -497,35 +522,100 @@ def icc_oneway(ratings: np.ndarray) -> tuple[float, float]:
     return float(single), float(mean)
 
 
-def human_ceiling(votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resamples: int = 1000, seed: int = 0) -> dict:
-    """The largest correlation a metric can reach against the per-dialogue mean rating: r_max = √ of the
-    mean rating's reliability, ICC(1,k) (one-way random effects: the annotators differ between
-    dialogues), with a percentile bootstrap CI over dialogues.  ``annotator_vs_rest`` keeps each
-    annotator against the mean of the others (how well one person predicts the rest), which is not a
-    ceiling."""
+def mean_reliability(single: float, counts: np.ndarray) -> tuple[float, float]:
+    """The reliability of the dialogues' mean ratings as a set, and the k it puts into Spearman–Brown.
+
+    Derivation (one-way random effects, issue 26): a dialogue's k_d votes are t_d + e with var t = σ²_t,
+    var e = σ²_e, and t independent of k.  The mean of k_d votes has error variance σ²_e / k_d, so over
+    dialogues with different counts the means have variance σ²_t + σ²_e·mean(1/k) and covariance σ²_t with
+    t; the squared correlation of the means with t, their reliability, is
+
+        σ²_t / (σ²_t + σ²_e·mean(1/k)) = ICC / (ICC + (1 − ICC)·mean(1/k)),   ICC = ICC(1,1),
+
+    which is Spearman–Brown at the harmonic mean k_h = 1 / mean(1/k), over ``counts`` (one per dialogue,
+    each ≥ 1).  With equal counts k_h = k, and ICC(1,k) as Shrout & Fleiss (1979) give it.  ICC(1,1)
+    at or below −1/(k_h − 1) (all the variance within dialogues) leaves Spearman–Brown undefined: the
+    reliability is ICC(1,1) itself (≤ 0), as in ``icc_oneway``.
+
+    >>> [round(v, 3) for v in mean_reliability(0.3, np.array([1, 1, 1, 5]))]   # k_h = 1 / 0.8
+    [0.349, 1.25]
+    """
+    k = float(counts[0]) if np.all(counts == counts[0]) else counts.size / float(np.sum(1.0 / counts))
+    spread = 1 + (k - 1) * single
+    return (k * single / spread if np.isfinite(single) and spread > 0 else single), k
+
+
+def _ceiling_reliability(by_dialogue: np.ndarray, rating: str) -> tuple[float, float, float]:
+    """ICC(1,1) (dialogues with 2 or more votes), the reliability r_max is the root of, and k_h."""
+    single = icc_oneway(by_dialogue)[0]
+    if rating == "pairs":  # r over votes: the ceiling of one vote
+        return single, single, 1.0
+    counts = np.isfinite(by_dialogue).sum(axis=1)
+    counts = counts[counts >= 1]
+    return (single, *mean_reliability(single, counts)) if counts.size else (single, float("nan"), float("nan"))
+
+
+def human_ceiling(
+    votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resamples: int = 1000, seed: int = 0, rating: str = "mean"
+) -> dict:
+    """The largest correlation a metric can reach against the human rating it is correlated with:
+    r_max = √ of that rating's reliability (one-way random effects: the annotators differ between
+    dialogues), with a percentile bootstrap CI over dialogues.
+
+    ICC(1,1), a single vote's reliability, is estimated from the dialogues with 2 or more votes (ANOVA,
+    k0 for unequal counts).  ``rating`` ``mean`` (and ``majority``, for which the mean's ceiling is given:
+    a majority label's own reliability is not modelled): the reliability of the dialogues' mean ratings,
+    Spearman–Brown at the harmonic mean of the vote counts over every rated dialogue in ``dialogue_ids``
+    (the dialogues the correlation uses, 1-vote ones included), ``mean_reliability``; equal counts k give
+    ICC(1,k).  ``pairs``: r is computed over votes, so the ceiling is a single vote's, √ICC(1,1).  Each
+    bootstrap resample recomputes ICC(1,1) and the harmonic mean on the dialogues drawn.  ``k_harmonic``
+    is the k used (1 in pairs mode).  ``annotator_vs_rest`` keeps each annotator against the mean of the
+    others (how well one person predicts the rest), which is not a ceiling."""
     annotators, matrix = _rating_matrix(votes, dialogue_ids)
+    by_dialogue = matrix.T
+    counts = np.isfinite(by_dialogue).sum(axis=1)
+    counts = counts[counts >= 1]
+    if rating == "pairs":
+        method = "r_max = sqrt(ICC(1,1)): reliability of a single vote (pairs: r is computed over votes)"
+    elif counts.size and np.all(counts == counts[0]):
+        method = "r_max = sqrt(ICC(1,k)): reliability of the per-dialogue mean rating"
+    else:
+        method = (
+            "r_max = sqrt(ICC(1,k)), k the harmonic mean of the dialogues' vote counts (Spearman-Brown; ICC(1,1) "
+            "from the dialogues with 2 or more votes): reliability of the per-dialogue mean rating"
+        )
     result = {
         "r_max": None,
         "reliability": None,
         "ci": None,
-        "method": "r_max = sqrt(ICC(1,k)): reliability of the per-dialogue mean rating, one-way random effects; "
-        "percentile bootstrap over dialogues",
+        "method": f"{method}, one-way random effects; percentile bootstrap over dialogues",
         "annotator_vs_rest": _annotator_vs_rest(annotators, matrix),
     }
-    by_dialogue = matrix.T
-    single, reliability = icc_oneway(by_dialogue)
+    single, reliability, k = _ceiling_reliability(by_dialogue, rating)
     result["reliability_single"] = single if np.isfinite(single) else None  # ICC(1,1): one rating
-    if not np.isfinite(reliability):
-        result["note"] = "the ceiling needs at least 2 dialogues with 2 or more ratings each"
+    if not np.isfinite(reliability):  # too few repeated dialogues, or ICC's 0/0: say which (issue 26)
+        repeated = int((np.isfinite(by_dialogue).sum(axis=1) >= 2).sum())
+        if repeated >= 2:
+            result["note"] = (
+                f"all ratings identical ({repeated} dialogues with 2 or more ratings): no variance between or within "
+                "dialogues, so ICC(1,k) is 0/0 and there is no ceiling"
+            )
+        else:
+            result["note"] = f"the ceiling needs at least 2 dialogues with 2 or more ratings each (found {repeated})"
         return result
     result["reliability"] = reliability
+    result["k_harmonic"] = k
     result["r_max"] = math.sqrt(max(reliability, 0.0))
     if reliability <= 0:
-        result["note"] = "the mean rating shows no reliability (ICC(1,k) <= 0): r_max is 0"
+        result["note"] = (
+            "a single vote shows no reliability (ICC(1,1) <= 0): r_max is 0"
+            if rating == "pairs"
+            else "the mean rating shows no reliability (ICC(1,k) <= 0): r_max is 0"
+        )
     if resamples > 0:
         rng = np.random.default_rng(seed)
         draws = rng.integers(0, by_dialogue.shape[0], size=(resamples, by_dialogue.shape[0]))
-        boot = np.array([icc_oneway(by_dialogue[d])[1] for d in draws])
+        boot = np.array([_ceiling_reliability(by_dialogue[d], rating)[1] for d in draws])
         boot = np.sqrt(np.clip(boot[np.isfinite(boot)], 0.0, None))
         if boot.size >= resamples / 2:
             low, high = percentile_ci(boot)

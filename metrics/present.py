@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from metrics.correlation import NOT_COMPARED
 from metrics.registry import FGA, JGA
 
 COEFFICIENTS = (
@@ -71,7 +72,7 @@ def agreement_table(agreement: dict) -> Table:
     coefficients = [*COEFFICIENTS, *((("gwet_ac2", "Gwet's AC2"),) if weighted else ())]
     columns = ["question", "items", "annotators", "votes", "level"]
     for _, label in coefficients:
-        columns += [label, f"{label} 95% CI"]
+        columns += [label, f"{label} 95% CI (bootstrap over items)"]
     rows, notes = [], []
     for question, report in agreement["questions"].items():
         row = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
@@ -160,13 +161,16 @@ def majority_summary(majority: dict, tie: str) -> Table:
 
 
 def ceiling_text(ceiling: dict) -> str:
-    """The human ceiling in one line: r_max with its CI and reliability, and annotator vs the rest."""
+    """The human ceiling in one line: r_max with its CI and reliability (of the mean rating, ICC(1,k) with k
+    the harmonic mean count; in pairs mode of a single vote, ICC(1,1)), and annotator vs the rest."""
     rest = number(ceiling["annotator_vs_rest"]["mean_pearson"])
     if ceiling.get("r_max") is None:
         return f"Human ceiling: {ceiling.get('note', 'not computed')}. Each annotator vs the mean of the others: {rest}."
+    of = "a single vote" if ceiling.get("method", "").startswith("r_max = sqrt(ICC(1,1))") else "the mean rating"
     return (
-        f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of the mean rating "
-        f"{number(ceiling['reliability'])}, ICC(1,k)); each annotator vs the mean of the others: {rest}."
+        f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of {of} "
+        f"{number(ceiling['reliability'])}, ICC(1,{'1' if of == 'a single vote' else 'k'})); each annotator vs the mean "
+        f"of the others: {rest}."
     )
 
 
@@ -185,13 +189,52 @@ def correlation_table(correlation: dict, condition: str | None = None) -> Table:
     ]
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
-        f"{system}{correlation['n_dialogues']} dialogues, {correlation['n_ratings']} ratings ({correlation['rating']}).",
+        f"{system}{rating_line(correlation)}",
         ceiling_text(correlation["human_ceiling"]),
-        *correlation["notes"],
+        *(note for note in correlation["notes"] if not note.startswith(NOT_COMPARED)),  # those: under the differences
         f"signature: {correlation['signature']}",
     ]
-    columns = ("metric", "Pearson r", "95% CI (Fisher z)", "p", "bootstrap 95% CI", "Spearman", "Kendall")
+    columns = ("metric", "Pearson r", fisher_header(correlation), "p", bootstrap_header(correlation), "Spearman", "Kendall")
     return Table("Metrics against human ratings", columns, rows, notes)
+
+
+RATING_WORDS = {
+    "mean": "the mean of each dialogue's votes",
+    "majority": "each dialogue's majority vote",
+    "pairs": "every vote on its own",
+}
+
+
+def rating_line(result: dict) -> str:
+    """What the correlations were computed on: dialogues, the votes (when the result counts them: a mean
+    rating of 4 votes is one observation, not 4 ratings) and the observations the rating mode makes of them.
+
+    >>> rating_line({"n_dialogues": 100, "n_votes": 423, "n_ratings": 100, "rating": "mean"})
+    "100 dialogues, 423 votes; rating (mean): the mean of each dialogue's votes, 100 observations."
+    """
+    votes = f", {result['n_votes']} votes" if result.get("n_votes") is not None else ""
+    mode, observations = result["rating"], result["n_ratings"]
+    return (
+        f"{result['n_dialogues']} dialogues{votes}; rating ({mode}): {RATING_WORDS.get(mode, mode)}, {observations} observations."
+    )
+
+
+def bootstrap_header(result: dict) -> str:
+    """The percentile bootstrap interval's header, naming the unit of resampling (``result["bootstrap"]``)."""
+    unit = (result.get("bootstrap") or {}).get("resample", "dialogues")
+    return f"95% CI (bootstrap over {unit.replace('+', ' and ')})"
+
+
+def fisher_header(correlation: dict) -> str:
+    """The Fisher-z interval's header: n = dialogues in every rating mode; in pairs mode with a bootstrap its
+    standard error comes from the bootstrap over dialogues (each row's ``ci_method``)."""
+    methods = {r.get("ci_method", "") for r in correlation["metrics"] if r.get("pearson_ci")}
+    resampled = {m.startswith("fisher z, bootstrap SE") for m in methods}
+    if resampled == {True}:
+        return "95% CI (Fisher z, SE by bootstrap over dialogues)"
+    if resampled == {True, False}:
+        return "95% CI (Fisher z, n = dialogues or SE by bootstrap over dialogues)"
+    return "95% CI (Fisher z, n = dialogues)"
 
 
 def adjusted_key(entry: dict) -> str | None:
@@ -224,9 +267,10 @@ def williams_table(correlation: dict) -> Table:
         "Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
         "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues. 'n for 80% power': "
         "dialogues a study needs to detect the observed difference with Williams' test at α = 0.05 "
-        "(python -m metrics plan)."
+        "(python -m metrics plan).",
+        *(note for note in correlation.get("notes", []) if note.startswith(NOT_COMPARED)),
     ]
-    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou)", "t", "p", label, "n for 80% power")
+    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou, n = dialogues)", "t", "p", label, "n for 80% power")
     return Table("Differences between metrics", columns, rows, notes)
 
 
@@ -240,7 +284,8 @@ def system_table(system: dict) -> Table:
         f"{s['system']}: rating {number(s['rating'])} over {s['n_dialogues']} dialogues" for s in system["systems"]
     )
     notes = [n for n in (system.get("note"), f"Systems: {listing}." if listing else None) if n]
-    return Table("System level: systems as the unit", ("metric", "n systems", "Pearson r", "95% CI", "Spearman"), rows, notes)
+    columns = ("metric", "n systems", "Pearson r", "95% CI (Fisher z, n = systems)", "Spearman")
+    return Table("System level: systems as the unit", columns, rows, notes)
 
 
 def judge_table(report: dict) -> Table:
@@ -261,7 +306,7 @@ def judge_table(report: dict) -> Table:
         *report["notes"],
         report["method"],
     ]
-    columns = ("judge", "n", "accuracy", "Cohen's κ", "95% CI", "confusion (human→judge: items)")
+    columns = ("judge", "n", "accuracy", "Cohen's κ", "95% CI (bootstrap over items)", "confusion (human→judge: items)")
     return Table("Automatic judges against the human majority", columns, rows, notes)
 
 
@@ -292,12 +337,8 @@ def calibration_table(calibration: dict) -> Table:
         ["cross-validated r", number(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
         ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
     ]
-    notes = [
-        f"{k['n_dialogues']} dialogues, {k['n_ratings']} ratings ({k['rating']}).",
-        *k["notes"],
-        f"signature: {k['signature']}",
-    ]
-    return Table("λ calibration for FGA", ("", "value", "95% CI"), rows, notes)
+    notes = [rating_line(k), *k["notes"], f"signature: {k['signature']}"]
+    return Table("λ calibration for FGA", ("", "value", bootstrap_header(k)), rows, notes)
 
 
 def design_table(design: dict) -> Table:
@@ -354,6 +395,7 @@ def design_table(design: dict) -> Table:
         (first if question == "lambda" else rows).append(row)
     rows = first + rows
     notes.append(f"{design['n_judged']} dialogues judged, effective n {design['n_effective']}; {design['method']}")
+    notes += design.get("notes", [])  # metrics the design's estimates leave out, and why
     return Table("Design: adaptive (estimates for the pool)", ("estimate", "value", "95% CI", "p", "p adjusted"), rows, notes)
 
 

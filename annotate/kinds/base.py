@@ -85,9 +85,11 @@ def analyse(
     condition: str | None = None,
     progress: Progress | None = None,
     allocation: dict | None = None,
+    categories: dict[str, Sequence[str]] | None = None,
 ) -> dict:
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
-    items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold.
+    items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold;
+    ``categories``: the declared answers per question (``annotate.study_data.declared_answers``).
 
     The result's ``design`` says how the study spent its judgements (``annotate.allocation``; the
     items' π and the ``allocation`` settings given here): ``uniform``, or ``adaptive`` with every
@@ -95,7 +97,7 @@ def analyse(
     the unweighted sections then describe the judged dialogues only, not the pool."""
     report = progress or (lambda fraction, text: None)
     report(0.1, "agreement")
-    result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items))}
+    result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items), categories=categories)}
     pi = {(i.key, i.condition or ""): i.pi for i in items if getattr(i, "pi", None) is not None}
     result["design"] = {"design": "uniform"} if not pi else {"design": "adaptive", "allocation": allocation or {}}
     if votes.votes and kind.summarise is not None:

@@ -44,7 +44,10 @@ def summarise(votes, _dialogues, settings, _condition, _progress) -> dict:
     regrouped = by_act_type(votes)
     if not regrouped.votes:
         return {}
-    agreement = agreement_all(regrouped, level=settings.level, resamples=settings.resamples, seed=settings.seed)
+    declared = {"transcription_status": list(TRANSCRIPTION_STATUSES)}  # the acts are 0/1: their votes imply both
+    agreement = agreement_all(
+        regrouped, level=settings.level, resamples=settings.resamples, seed=settings.seed, categories=declared
+    )
     agreement["notes"] = [*agreement.get("notes", []), "acts are grouped by act type: a unit is one act of one turn"]
     return {"agreement": agreement}
 
