@@ -152,6 +152,45 @@ def vote(
     return Outcome(True, screen=screen)
 
 
+def showing(state: MutableMapping, study_id: int) -> int | None:
+    """The id of the item this tab shows: the item under review, else the item on its screen."""
+    review = state.get(review_key(study_id))
+    return review if review is not None else state.get(screen_key(study_id))
+
+
+LAST_PRESS = "last-stored-press"  # (item id, answers) of this tab's last stored answer
+
+
+def press(
+    engine: Engine,
+    user: Annotator | None,
+    study_id: int,
+    state: MutableMapping,
+    item_id: int,
+    answers: dict[str, str],
+    *,
+    done: bool,
+    comment: str = "",
+    seconds: float | None = None,
+    token: str | None = None,
+) -> Outcome | None:
+    """An answer button's press, as the page's callback gets it: :func:`vote`, unless the press is late
+    or repeated, and then nothing is stored (None).  Late: the tab no longer shows ``item_id`` (a complete
+    judgement moved it on).  Repeated: an incomplete judgement (``done`` False: the item stays, e.g. one
+    of CoCo's two questions) with the same answers as this tab's last stored one, which would store
+    nothing new.  Streamlit keeps a button's press when a run is interrupted by the next request and
+    replays it in the run that follows, where the button's callback is still registered although its
+    item has left the screen (found by ``tests/scaleout``: one vote event more than presses)."""
+    if showing(state, study_id) != item_id:
+        return None
+    if not done and state.get(LAST_PRESS) == (item_id, dict(answers)):
+        return None
+    outcome = vote(engine, user, study_id, state, item_id, answers, done=done, comment=comment, seconds=seconds, token=token)
+    if outcome.stored:
+        state[LAST_PRESS] = (item_id, dict(answers))
+    return outcome
+
+
 # --- when the database goes away -------------------------------------------------------------
 
 PENDING = "pending-answer"  # an answer sent when the database could not be reached

@@ -12,16 +12,17 @@ app reaches it only through functions that check the admin role (here and in ``a
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from annotate.auth import require_admin
 from annotate.kinds import analyse as analyse_kind
 from annotate.kinds import get_kind
 from annotate.store.db import read_session
-from annotate.store.models import Annotator, Item, Study
+from annotate.store.models import Annotator, CrowdWorker, Item, Study, VoteEvent
 from annotate.votes import vote_rows
 from exports.study import ItemRecord, StudyData
 from formats.tidy import VoteTable, read_votes, votes_from_rows
+from metrics.adaptive import fixed_part
 from metrics.analysis import AnalysisSettings, Progress
 
 
@@ -55,17 +56,81 @@ def read_study(session, study: str | int, *, history: bool = False) -> StudyData
         dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
         adjudications=adjudications(session, row.id),
     )
-    data.analyser = lambda settings, condition=None, progress=None: analyse_kind(
-        kind,
-        data.vote_table(),
-        data.items,
-        settings,
-        condition=condition,
-        progress=progress,
-        allocation=(data.settings or {}).get("allocation"),
-        categories=declared_answers(kind.questions, items),
-    )
+    extra = {(i.key, i.condition or ""): i.capacity - row.overlap for i in items if i.capacity > row.overlap}
+    first_seen = first_vote_order(session, row.id) if extra and kind.dialogues is not None else None
+    data.analyser = bind_analyser(data, kind, first_seen)
     return data
+
+
+def bind_analyser(data: StudyData, kind, first_seen: dict | None):
+    """The study's analysis, ``(settings, condition, progress) -> dict`` (``annotate.kinds.analyse``).
+
+    Optional stopping (issue 26): an item with extra places (the ``max_k`` rule, an admin's re-open:
+    both decided from the votes so far) rates its dialogue in the correlations, differences and λ*
+    from its fixed part, the votes of its first ``overlap`` annotators by their first vote event
+    (``first_seen``: (unit, annotator) -> that event's id; ``metrics.adaptive.fixed_part``), so no
+    stopping decision moves the estimate; every vote still counts in agreement and majority labels,
+    and the tables say so in a note.  With no extra places (or ``first_seen`` None) nothing changes."""
+    extra = {(i.key, i.condition or ""): i.capacity - data.overlap for i in data.items if i.capacity > data.overlap}
+
+    def analyser(settings, condition=None, progress=None):
+        table = data.vote_table()
+        rated = None
+        if first_seen is not None and extra:
+            kept = fixed_part(table.votes, data.overlap, extra, first_seen)
+            if len(kept) < len(table.votes):
+                rated = VoteTable(kept, table.source, table.n_repeated, list(dict.fromkeys(v.question for v in kept)))
+        result = analyse_kind(
+            kind,
+            table,
+            data.items,
+            settings,
+            condition=condition,
+            progress=progress,
+            allocation=(data.settings or {}).get("allocation"),
+            categories=declared_answers(kind.questions, data.items),
+            rating_votes=rated,
+        )
+        if rated is not None:
+            dropped = len(table.votes) - len(rated.votes)
+            kept = {(v.unit, v.annotator) for v in rated.votes}
+            units = len({v.unit for v in table.votes if (v.unit, v.annotator) not in kept})
+            note = (
+                f"optional stopping: {dropped} vote(s) on {units} dialogue(s) came through extra places (max_k, re-opens), "
+                "decided from the votes "
+                f"so far; each dialogue's rating in the correlations, differences and λ* is the mean of its first "
+                f"{data.overlap} annotators' votes, so the stopping rule cannot bias it; the extra votes count in agreement "
+                "and majority labels only"
+            )
+            for section in ("correlation", "design"):
+                if isinstance(result.get(section), dict):
+                    result[section]["notes"] = [*result[section].get("notes", []), note]
+        return result
+
+    return analyser
+
+
+def first_vote_order(session, study_id: int) -> dict[tuple[tuple[str, str], str], int]:
+    """(unit (item key, condition), annotator) -> the id of the annotator's first vote event on the
+    item: the order in which a dialogue's annotators came.  Annotators are named as in
+    ``annotate.votes.vote_rows`` (a crowd worker ``<platform>:<worker id>``)."""
+    first = (
+        select(VoteEvent.item_id, VoteEvent.annotator_id, func.min(VoteEvent.id).label("first"))
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(Item.study_id == study_id)
+        .group_by(VoteEvent.item_id, VoteEvent.annotator_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(Item.key, Item.condition, Annotator.name, CrowdWorker.platform, CrowdWorker.worker_id, first.c.first)
+        .join(Item, Item.id == first.c.item_id)
+        .join(Annotator, Annotator.id == first.c.annotator_id)
+        .outerjoin(CrowdWorker, CrowdWorker.annotator_id == Annotator.id)
+    )
+    return {
+        ((key, condition or ""), f"{platform}:{worker}" if platform else name): event
+        for key, condition, name, platform, worker, event in rows
+    }
 
 
 def declared_answers(questions, items) -> dict[str, list[str]]:

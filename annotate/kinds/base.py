@@ -86,6 +86,7 @@ def analyse(
     progress: Progress | None = None,
     allocation: dict | None = None,
     categories: dict[str, Sequence[str]] | None = None,
+    rating_votes: VoteTable | None = None,
 ) -> dict:
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
     items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold;
@@ -94,7 +95,11 @@ def analyse(
     The result's ``design`` says how the study spent its judgements (``annotate.allocation``; the
     items' π and the ``allocation`` settings given here): ``uniform``, or ``adaptive`` with every
     correlation, difference and λ* recomputed with 1/π weights (``metrics.analysis.design_summary``):
-    the unweighted sections then describe the judged dialogues only, not the pool."""
+    the unweighted sections then describe the judged dialogues only, not the pool.
+
+    ``rating_votes`` (default ``votes``): the votes the kind's summary and the design's estimates rate
+    the dialogues with (``annotate.study_data``: each dialogue's fixed part, issue 26); agreement and
+    majority labels always take ``votes``."""
     report = progress or (lambda fraction, text: None)
     report(0.1, "agreement")
     result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items), categories=categories)}
@@ -102,12 +107,13 @@ def analyse(
     result["design"] = {"design": "uniform"} if not pi else {"design": "adaptive", "allocation": allocation or {}}
     if votes.votes and kind.summarise is not None:
         dialogues = kind.dialogues(items) if kind.dialogues is not None else {}
-        result.update(kind.summarise(votes, dialogues, settings, condition, report))
+        rated = votes if rating_votes is None else rating_votes
+        result.update(kind.summarise(rated, dialogues, settings, condition, report))
         if pi and dialogues:
             from metrics.analysis import design_summary
 
             report(0.9, "estimates under the adaptive design")
-            result["design"] = design_summary(dialogues, votes, settings, pi, condition=condition, allocation=allocation)
+            result["design"] = design_summary(dialogues, rated, settings, pi, condition=condition, allocation=allocation)
     report(1.0, "done")
     return result
 

@@ -187,7 +187,7 @@ def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool) ->
     state = st.session_state
     comment = state.get(f"comment-{item_id}", "")
     try:
-        outcome = screen.vote(
+        outcome = screen.press(
             app_engine(),
             None,
             study_id,
@@ -202,12 +202,17 @@ def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool) ->
     except Exception as err:
         _keep_failure(study_id, err, answering=True)
         return
+    if outcome is None:  # a late or repeated press (the tab moved on): nothing stored, nothing to say
+        return
     if not outcome.stored:  # reassigned meanwhile: say so above the next item
         state[f"outcome-{study_id}"] = outcome
 
 
 def _skip(study_id: int, item_id: int) -> None:
-    """The Skip button's callback: one write passes on the item and claims the next."""
+    """The Skip button's callback: one write passes on the item and claims the next (a late press, the
+    item no longer on the tab's screen, does nothing)."""
+    if screen.showing(st.session_state, study_id) != item_id:
+        return
     try:
         screen.skip(app_engine(), None, study_id, st.session_state, item_id, token=st.session_state.get("token"))
     except Exception as err:
