@@ -4,6 +4,7 @@ to this module: loading a study from the vote store is the store's job, so the c
     python -m exports STUDY --format F [--out PATH] [--db URL] [--history] [--condition C]
                       [--level L] [--tie T] [--rating R] [--lambdas 0.25,0.5,0.75,1]
                       [--grid START:STOP:NUM] [--bootstrap B] [--folds K] [--seed S] [--adjust A]
+                      [--family reference|all]
     python -m exports --list
 
 Single-file formats go to ``--out`` (a file) or, for text, to standard output; the
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from metrics.comparisons import ADJUSTMENTS, FAMILIES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=DEFAULTS.resamples)
     parser.add_argument("--folds", type=int, default=DEFAULTS.folds)
     parser.add_argument("--seed", type=int, default=DEFAULTS.seed)
-    parser.add_argument("--adjust", default=DEFAULTS.adjust, choices=("holm", "bh", "none"), help="p-value adjustment")
+    parser.add_argument(
+        "--adjust", default=DEFAULTS.adjust, choices=ADJUSTMENTS, help="adjustment over the comparisons (p and intervals)"
+    )
+    parser.add_argument(
+        "--family",
+        default=DEFAULTS.family,
+        choices=FAMILIES,
+        help="metric comparisons: each against JGA with FGA at one λ (reference), or all pairs",
+    )
     parser.add_argument(
         "--weights",
         default=DEFAULTS.weights,
@@ -82,6 +93,7 @@ def run(args) -> int:
         args.adjust,
         args.weights,
         args.resample,
+        args.family,
     )
     engine = make_engine(database_url(args.db))
     upgrade(engine)

@@ -33,7 +33,17 @@ from annotate.allocation import QUESTIONS, design_of, judgements_done
 from annotate.assignment import ACTIVE, DONE, cutoff
 from annotate.auth import require_admin
 from annotate.store.db import read_session
-from annotate.store.models import Adjudication, Annotator, Assignment, Item, Study, StudyMember, VoteEvent, utcnow
+from annotate.store.models import (
+    Adjudication,
+    AnalysisExclusion,
+    Annotator,
+    Assignment,
+    Item,
+    Study,
+    StudyMember,
+    VoteEvent,
+    utcnow,
+)
 from exports.study import StudyData
 from metrics import adaptive, present
 from metrics.analysis import AnalysisSettings, Progress
@@ -223,8 +233,159 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
     writers are below ``annotate``).  No permission check: the callers check (``annotate.service``)."""
     with read_session(engine) as session:
         data = study_data.read_study(session, study, history=history)
-        data.progress_report = asdict(progress(session, study_data.find_study(session, study).id))
+        study_id = study_data.find_study(session, study).id
+        data.progress_report = asdict(progress(session, study_id))
+        leave_out_excluded(session, data, study_id)
     return data
+
+
+# --- annotators left out of the analysis ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """An annotator an admin left out of a study's analysis (the latest event of theirs is an
+    exclusion): their name as the exports show it, who excluded them, when (ISO, to the second), why."""
+
+    annotator: str
+    by: str
+    at: str
+    reason: str
+
+
+def exclusions(session: Session, study_id: int) -> list[Exclusion]:
+    """The annotators left out of the study's analysis now, in the order they were excluded."""
+    latest = (
+        select(func.max(AnalysisExclusion.id))
+        .where(AnalysisExclusion.study_id == study_id)
+        .group_by(AnalysisExclusion.annotator_id)
+    )
+    rows = session.execute(
+        select(Annotator.name, AnalysisExclusion.by, AnalysisExclusion.at, AnalysisExclusion.reason)
+        .join(Annotator, Annotator.id == AnalysisExclusion.annotator_id)
+        .where(AnalysisExclusion.id.in_(latest), AnalysisExclusion.excluded == true())
+        .order_by(AnalysisExclusion.id)
+    ).all()
+    shown = crowd.display_names(session, study_id)
+    return [Exclusion(shown.get(name, name), by, at.isoformat(timespec="seconds"), reason or "") for name, by, at, reason in rows]
+
+
+def exclusion_note(excluded: list[Exclusion]) -> str:
+    """The sentence the analysis, its exports and the report carry.
+
+    >>> exclusion_note([Exclusion("ann7", "admin", "2026-11-24T06:10:00", "spammer")])
+    'excluded from the analysis: ann7 (by admin, 2026-11-24: spammer); their votes stay in the store and in the votes exports'
+    """
+    parts = [f"{e.annotator} (by {e.by}, {e.at[:10]}{': ' + e.reason if e.reason else ''})" for e in excluded]
+    return "excluded from the analysis: " + ", ".join(parts) + "; their votes stay in the store and in the votes exports"
+
+
+def leave_out_excluded(session: Session, data: StudyData, study_id: int) -> list[Exclusion]:
+    """Bind the study's analyser to the votes of the annotators not excluded, and make it say who was
+    left out (a note in the agreement, model labels and correlation sections, and ``excluded`` in the
+    result).  ``data.votes`` and ``data.history`` stay whole: the votes exports are the store's data."""
+    from dataclasses import replace
+
+    from annotate.kinds import get_kind
+
+    excluded = exclusions(session, study_id)
+    if not excluded or data.analyser is None:
+        return excluded
+    names = {e.annotator for e in excluded}
+    kept = replace(data, votes=[v for v in data.votes if v["annotator"] not in names], history=[])
+    kind = get_kind(data.kind)
+    extra = any(i.capacity > data.overlap for i in data.items)
+    first_seen = study_data.first_vote_order(session, study_id) if extra and kind.dialogues is not None else None
+    inner = study_data.bind_analyser(kept, kind, first_seen)
+    note = exclusion_note(excluded)
+    listed = [asdict(e) for e in excluded]
+    n_left_out = len(data.votes) - len(kept.votes)
+
+    def analyser(settings, condition=None, progress=None):
+        result = inner(settings, condition, progress)
+        result["excluded"] = {"annotators": listed, "votes_left_out": n_left_out, "note": note}
+        for section in ("agreement", "correlation", "design"):
+            if isinstance(result.get(section), dict):
+                result[section]["notes"] = [*result[section].get("notes", []), note]
+        for found in (result.get("model_labels") or {}).values():
+            found["notes"] = [*found.get("notes", []), note]
+        return result
+
+    data.analyser = analyser
+    return excluded
+
+
+@dataclass(frozen=True)
+class AnnotatorQuality:
+    """One annotator on the Progress page: Dawid-Skene's estimates (``metrics.crowd``) on the question
+    where their competence is lowest, over every vote in the study (the excluded annotators' too, so
+    that they can be judged and taken back in); ``near_chance`` is the spammer flag (None: too few
+    items, or no question could be fitted)."""
+
+    annotator: str
+    question: str | None
+    items: int
+    competence: float | None
+    spammer_score: float | None
+    near_chance: bool | None
+    excluded: bool
+    competence_ci: tuple[float, float] | None = None  # 95% percentile bootstrap over items
+
+
+_QUALITY: OrderedDict[tuple, list[AnnotatorQuality]] = OrderedDict()
+QUALITY_RESAMPLES = 200  # bootstrap resamples of the items behind each competence interval
+
+
+def annotator_quality(engine: Engine, study_id: int) -> list[AnnotatorQuality]:
+    """Each voter's Dawid-Skene competence and spammer flag, lowest competence first; one fit per
+    question and study state (kept like the analysis, by :func:`inputs_version`).  No permission check:
+    the callers check (``annotate.service``)."""
+    from annotate.kinds import get_kind
+    from metrics.crowd import dawid_skene
+
+    with read_session(engine) as session:
+        key = (engine.url.render_as_string(hide_password=False), study_id, inputs_version(session, study_id))
+        with _CACHE_LOCK:
+            if key in _QUALITY:
+                return _QUALITY[key]
+        data = study_data.read_study(session, study_id)
+        excluded = {e.annotator for e in exclusions(session, study_id)}
+    table = data.vote_table()
+    categories = study_data.declared_answers(get_kind(data.kind).questions, data.items)
+    worst: dict[str, AnnotatorQuality] = {}
+    for question in table.questions:
+        if question == "transcription":
+            continue
+        votes = table.for_question(question)
+        declared = categories.get(question)
+        if declared is not None and not {v.value for v in votes} <= set(declared):
+            declared = None
+        found = dawid_skene(votes, question, categories=declared, resamples=QUALITY_RESAMPLES)
+        for skill in found.annotators:
+            before = worst.get(skill.annotator)
+            if (
+                before is None
+                or before.competence is None
+                or (skill.competence is not None and skill.competence < before.competence)
+            ):
+                worst[skill.annotator] = AnnotatorQuality(
+                    skill.annotator,
+                    question,
+                    skill.n_items,
+                    skill.competence,
+                    skill.spammer_score,
+                    skill.spammer,
+                    skill.annotator in excluded,
+                    skill.competence_ci,
+                )
+    voters = dict.fromkeys(v.annotator for v in table.votes)
+    rows = [worst.get(name, AnnotatorQuality(name, None, 0, None, None, None, name in excluded)) for name in voters]
+    rows.sort(key=lambda q: (q.competence is None, q.competence or 0.0, q.annotator))
+    with _CACHE_LOCK:
+        _QUALITY[key] = rows
+        while len(_QUALITY) > CACHE_ENTRIES:
+            _QUALITY.popitem(last=False)
+    return rows
 
 
 # --- the allocation design: where the study stands ------------------------------------------
@@ -365,6 +526,7 @@ def allocation_line(status: AllocationStatus) -> str:
 # --- the analysis cache ---------------------------------------------------------------------
 
 _CACHE: OrderedDict[tuple, dict] = OrderedDict()
+_NEWEST: dict[tuple, dict] = {}  # (database, study, settings, condition) -> the newest result, any inputs
 _CACHE_LOCK = threading.Lock()
 CACHE_ENTRIES = 32
 # Settings the analysis never reads: operational ones that change often (a votes download records
@@ -376,7 +538,8 @@ def inputs_version(session, study_id: int) -> tuple:
     """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
     kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
     (append-only: count and newest id), its items' capacity, draw and inclusion probabilities, their
-    gold answers (only the items with gold, few: read whole) and its members.  Any write that changes
+    gold answers (only the items with gold, few: read whole), its members and the annotators left out of
+    its analysis (append-only events: count and newest id).  Any write that changes
     an input changes it, whichever path (app, CLI, a script) made the write.
 
     The items' numbers are summed twice, plainly and weighted by the item's id, so that a value moved
@@ -420,6 +583,11 @@ def inputs_version(session, study_id: int) -> tuple:
         func.max(StudyMember.added_at).label("added"),
         where=StudyMember.study_id == study_id,
     )
+    left_out = aggregate(
+        func.count(AnalysisExclusion.id).label("n"),
+        func.max(AnalysisExclusion.id).label("last"),
+        where=AnalysisExclusion.study_id == study_id,
+    )
     row = session.execute(
         select(
             Study.created_at,
@@ -442,12 +610,15 @@ def inputs_version(session, study_id: int) -> tuple:
             members.c.n,
             members.c.ids,
             members.c.added,
+            left_out.c.n,
+            left_out.c.last,
         )
         .select_from(Study)
         .join(votes, true())
         .join(judged, true())
         .join(items, true())
         .join(members, true())
+        .join(left_out, true())
         .where(Study.id == study_id)
     ).one_or_none()
     if row is None:
@@ -471,6 +642,15 @@ def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, cond
     return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
 
 
+def _analyse(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
+    """``annotate.study_data``'s analysis without the annotators left out of it (:func:`leave_out_excluded`),
+    computed afresh (no access check: :func:`study_analysis` and ``annotate.analysis_jobs`` make it)."""
+    with read_session(engine) as session:
+        data = study_data.read_study(session, study_id)
+        leave_out_excluded(session, data, study_id)
+    return data.analyser(settings, condition, progress)
+
+
 def study_analysis(
     engine: Engine,
     user: Annotator,
@@ -480,24 +660,49 @@ def study_analysis(
     condition: str | None = None,
     progress: Progress | None = None,
 ) -> dict:
-    """``annotate.study_data.analyse``, computed once per study state and settings (admin only;
-    checked on every call).
+    """The study's analysis without the excluded annotators (:func:`_analyse`), computed once per
+    study state and settings (admin only; checked on every call).
 
     The result is shared: callers must not change it."""
     require_admin(user)
     key = analysis_key(engine, study_id, settings, condition)
+    found = cached(key)
+    return found if found is not None else compute(engine, key, progress)
+
+
+def cached(key: tuple) -> dict | None:
+    """The analysis under ``key`` (:func:`analysis_key`) if this process has computed it."""
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    result = study_data.analyse(engine, user, study_id, settings, condition=condition, progress=progress)
+    return None
+
+
+def newest(key: tuple) -> dict | None:
+    """The newest analysis computed for ``key``'s study, settings and condition, whatever the study's
+    inputs were then (its ``n_votes`` says on how many votes): what the Analysis page shows while the
+    current one is computed (``annotate.analysis_jobs``)."""
+    with _CACHE_LOCK:
+        return _NEWEST.get(key[:4])
+
+
+def compute(engine: Engine, key: tuple, progress: Progress | None = None) -> dict:
+    """Compute the analysis ``key`` names and keep it in the cache (no access check: callers make it)."""
+    _, study_id, settings, condition, _ = key
+    result = _analyse(engine, study_id, settings, condition, progress)
     with _CACHE_LOCK:
         _CACHE[key] = result
         while len(_CACHE) > CACHE_ENTRIES:
             _CACHE.popitem(last=False)
+        _NEWEST[key[:4]] = result
+        while len(_NEWEST) > CACHE_ENTRIES:
+            _NEWEST.pop(next(iter(_NEWEST)))
     return result
 
 
 def clear_cache() -> None:
     with _CACHE_LOCK:
         _CACHE.clear()
+        _NEWEST.clear()
+        _QUALITY.clear()

@@ -538,6 +538,68 @@ def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings:
         study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
 
 
+# --- annotators left out of a study's analysis (recorded, reversible) ---------------------------
+
+
+def _voter(session, study_id: int, name: str) -> Annotator:
+    """The annotator ``name`` names in a study (an account's name, or a crowd worker's
+    ``<platform>:<worker id>``, as the exports show them); an unknown one is a StudyError."""
+    shown = crowd.display_names(session, study_id)
+    internal = {v: k for k, v in shown.items()}.get(name, name)
+    found = session.scalar(select(Annotator).where(Annotator.name == internal))
+    if found is None:
+        raise StudyError(f"no annotator named {name!r}")
+    return found
+
+
+def _set_excluded(engine: Engine, user: Annotator, study_id: int, name: str, excluded: bool, reason: str) -> bool:
+    from annotate.store.models import AnalysisExclusion
+
+    require_admin(user)
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        annotator = _voter(session, study_id, name)
+        now = {e.annotator for e in reports.exclusions(session, study_id)}
+        if (name in now) == excluded:
+            return False
+        session.add(
+            AnalysisExclusion(study_id=study.id, annotator_id=annotator.id, excluded=excluded, by=user.name, reason=reason)
+        )
+        if excluded:
+            studies.record(session, study_id, user, "excluded from analysis", "", f"{name}: {reason}" if reason else name)
+        else:
+            studies.record(session, study_id, user, "included in analysis", name, f"{name}: {reason}" if reason else name)
+        return True
+
+
+def exclude_annotator(engine: Engine, user: Annotator, study_id: int, name: str, reason: str = "") -> bool:
+    """Leave an annotator's votes out of the study's analysis (agreement, majority and model labels,
+    correlations, λ, the analysis exports and the report, which say so); their votes stay in the store
+    and in the votes exports.  Recorded (who, when, why) here and in the study's change log; undone by
+    :func:`include_annotator`.  Idempotent: True when this call changed the state."""
+    return _set_excluded(engine, user, study_id, name, True, reason.strip())
+
+
+def include_annotator(engine: Engine, user: Annotator, study_id: int, name: str, reason: str = "") -> bool:
+    """Take an excluded annotator back into the study's analysis; recorded like the exclusion.
+    True when this call changed the state."""
+    return _set_excluded(engine, user, study_id, name, False, reason.strip())
+
+
+def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[reports.Exclusion]:
+    """The annotators left out of the study's analysis now: who, by whom, when, why."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return reports.exclusions(session, study_id)
+
+
+def annotator_quality(engine: Engine, user: Annotator, study_id: int) -> list[reports.AnnotatorQuality]:
+    """Each voter's Dawid-Skene competence and spammer flag (``reports.annotator_quality``), for the
+    Progress page; the excluded annotators are listed too (``excluded``)."""
+    require_admin(user)
+    return reports.annotator_quality(engine, study_id)
+
+
 def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str]:
     """The conditions (systems, variants) of a study's items, in item order."""
     from annotate.study_data import study_conditions as conditions_of
@@ -558,6 +620,30 @@ def study_analysis(
     computation per study state and settings); ``progress(fraction, text)`` is called between steps
     when it is computed.  The result is shared: callers must not change it."""
     return reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
+
+
+def analysis_look(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
+    retry: bool = False,
+    wait: float = 0.0,
+):
+    """What the Analysis page can show at once (``annotate.analysis_jobs.look``): the current analysis,
+    or the newest one of fewer votes while the current one is computed in the background."""
+    from annotate import analysis_jobs
+
+    return analysis_jobs.look(engine, user, study_id, settings, condition=condition, retry=retry, wait=wait)
+
+
+def start_background_analysis(engine: Engine) -> bool:
+    """Compute each open study's analysis in the background as votes arrive (``analysis_jobs.start_warmer``)."""
+    from annotate import analysis_jobs
+
+    return analysis_jobs.start_warmer(engine)
 
 
 def judge_study(

@@ -1,21 +1,41 @@
-"""Simulation: do the correlation intervals cover, and does Williams' test keep its level?
+"""Simulation: do the intervals keep 0.95 at the sizes studies have (30, 50 and 100 dialogues)?
 
-    python -m bench.bench_coverage [--replicates 1000] [--dialogues 50] [--votes 5] [--resamples 200] [--json]
+    python -m bench.bench_coverage [--replicates 1000] [--sizes 30,50,100] [--resamples 1000] [--seed 0] [--json]
 
-Each replicate draws a study with known truth: a dialogue's quality t ~ N(0, 1); two metrics
-A = t + N(0, 1) and B = t + N(0, 1.5²) (or both N(0, 1) for the level check); every dialogue rated by
-``--votes`` annotators, y = t + N(0, 1).  Printed (the unit of resampling is the dialogue):
+Every estimate the correlation analysis reports with an interval, under five designs, each interval
+family beside the default (``metrics.correlation``).  Rows: ``{"estimate", "design", "n", "family",
+"coverage", "mc_se", "replicates", "unit", "default"}``, ``mc_se`` = √(c(1 − c)/R), the Monte-Carlo
+standard error of the coverage c over R replicates (an interval that could not be computed counts as a
+miss).  ``SECTIONS`` lists the functions ``f(replicates, sizes, resamples, seed) -> rows`` the bench
+runs (other estimates' coverage appends its own).
 
-- pairs mode (every vote an observation): coverage of the true ρ(A, vote) by the Fisher interval with
-  n = votes (what the tool did before issue 15), with n = dialogues, by the percentile bootstrap over
-  dialogues, and by the interval the tool reports now (Fisher z with the bootstrap standard error over
-  dialogues); Williams' false-positive rate at α = 0.05 on vote-level correlations with n = votes
-  (before) and as reported now (dialogue means, n = dialogues), A and B equally good;
-- mean mode: coverage of the true ρ_A − ρ_B by Zou's (2007) interval (``diff_ci``);
-- raters who differ (each annotator's own slope s ~ N(1, 0.8²), the same ``--raters`` annotators
-  rating every dialogue, y = s·t + N(0, 0.7²), metric t + N(0, 0.8²)): coverage of ρ at the mean slope by
-  the bootstrap over dialogues and by the two-way bootstrap over dialogues and annotators (percentile
-  and BCa).
+Designs (quality t ~ N(0, 1) of a dialogue unless said; metric A = t + noise, metric B noisier; every
+design draws its annotators from a pool, so the two-way bootstrap has annotators to draw):
+
+- ``normal``: A = t + N(0, 1), B = t + N(0, 1.5²), 5 votes y = t + N(0, 1), a pool of 20 alike annotators;
+- ``fixture_binary``: real dialogues, 300 of bench.corpus (the 10 FGA human-evaluation and 5 TRADE
+  dialogues with seeded prediction errors), scored by our readers and metrics: A = FGA(0.5), B = JGA per
+  dialogue; a dialogue's latent quality q = 1.2·z(FGA) + N(0, 0.8²) and 3 binary votes ~ Bernoulli(Φ(q −
+  0.3)); the n dialogues of a study drawn from the 300 with replacement;
+- ``rater_pool``: A = t + N(0, 0.8²), B = t + N(0, 1.2²); a pool of 12 annotators, each with an offset
+  N(0, 0.5²) and a slope N(1, 0.3²), y = offset + slope·t + N(0, 0.7²), 3 of the pool per dialogue;
+- ``same_4_annotators``: the same 4 annotators rate every dialogue, slopes N(1, 0.8²), offsets N(0,
+  0.5²), y = offset + slope·t + N(0, 0.7²), A and B as in rater_pool;
+- ``unbalanced``: the normal design with 1-5 votes per dialogue (uniform).
+
+Truth: the population value of what each estimate estimates, the annotators being a sample of a
+population of annotators: r of A with the mean rating (``pearson_mean``, ``pearson_two_way``), with a
+single vote (``pearson_pairs``), ρ_A − ρ_B (``diff_zou``), √ of the mean rating's reliability
+(``ceiling``: ICC(1,1) / (ICC + (1 − ICC)·E[1/k])), Spearman's and Kendall's coefficients (``spearman``,
+``kendall``).  Exact (closed form) for the normal designs' Pearson and ceiling values and, with
+bivariate normality, rank coefficients (Spearman 6/π·asin(ρ/2), Kendall 2/π·asin ρ); the fixture
+design's by Gauss-Hermite quadrature over the latent noise, exact over the 300 dialogues; for
+same_4_annotators ρ at the population's mean slope (1, as the bench of issue 15 did; in pairs mode, votes
+pooled over annotators, their offsets' and slopes' variance is in a vote's); rank coefficients
+of non-normal designs from one simulation of 400,000 dialogues (Monte-Carlo error about 0.002).  The
+ceiling is not simulated for same_4_annotators: a fixed crossed panel is outside its one-way model.
+``williams_rows``: Williams' test's level (the share of studies that do not reject two equally good
+metrics, nominal 0.95), on dialogue means (reported) and on vote-level r with n = votes (before issue 15).
 """
 
 from __future__ import annotations
@@ -23,11 +43,168 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import time
+from functools import cache, lru_cache
 
 import numpy as np
 
+from bench import coverage_agreement, coverage_lambda
+
+DESIGNS = ("normal", "fixture_binary", "rater_pool", "same_4_annotators", "unbalanced")
+SIZES = (30, 50, 100)
+# Design parameters, named once (the docstring says them in words)
+FIXTURE = {"dialogues": 300, "beta": 1.2, "noise": 0.8, "shift": 0.3, "votes": 3}
+POOL = {"size": 12, "offset": 0.5, "slope": 0.3, "noise": 0.7, "votes": 3, "a": 0.8, "b": 1.2}
+SAME_4 = {"size": 4, "offset": 0.5, "slope": 0.8, "noise": 0.7, "a": 0.8, "b": 1.2}
+
+
+@lru_cache(maxsize=1)
+def fixture_pool() -> tuple[np.ndarray, np.ndarray]:
+    """Per-dialogue FGA(0.5) and JGA of the 300 bench.corpus dialogues (real gold, perturbed predictions)."""
+    import tempfile
+    from pathlib import Path
+
+    from bench.corpus import build
+    from formats import load_dialogues
+    from metrics.analysis import per_dialogue_metrics
+    from metrics.corpus import ScoreSettings
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "corpus.json"
+        path.write_text(json.dumps(build(FIXTURE["dialogues"])))
+        _, values = per_dialogue_metrics(load_dialogues([path]), ScoreSettings((0.5,), ("0.5",)))
+    return values["fga_0.5"], values["jga"]
+
+
+def _latent(fga: np.ndarray) -> np.ndarray:
+    return FIXTURE["beta"] * (fga - fga.mean()) / fga.std() - FIXTURE["shift"]
+
+
+def _matrix(rng, pool: int, dialogues: int, counts: np.ndarray) -> np.ndarray:
+    """Pool × dialogues: which annotator rates which dialogue (True), ``counts[d]`` distinct ones each."""
+    order = np.argsort(rng.random((dialogues, pool)), axis=1)
+    return (np.argsort(order, axis=1) < counts[:, None]).T
+
+
+def draw(design: str, n: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """One study: metrics {"fga_0.5": A, "jga": B} per dialogue and the annotators × dialogues votes (NaN: none)."""
+    if design == "fixture_binary":
+        fga, jga = fixture_pool()
+        chosen = rng.integers(0, fga.size, n)
+        q = _latent(fga)[chosen] + rng.normal(scale=FIXTURE["noise"], size=n)
+        rated = _matrix(rng, 20, n, np.full(n, FIXTURE["votes"]))
+        from scipy.stats import norm
+
+        votes = (rng.random(rated.shape) < norm.cdf(q)[None, :]).astype(float)
+        return {"fga_0.5": fga[chosen], "jga": jga[chosen]}, np.where(rated, votes, np.nan)
+    t = rng.normal(size=n)
+    if design in ("normal", "unbalanced"):
+        a, b = t + rng.normal(size=n), t + rng.normal(scale=1.5, size=n)
+        counts = np.full(n, 5) if design == "normal" else rng.integers(1, 6, n)
+        rated = _matrix(rng, 20, n, counts)
+        votes = t[None, :] + rng.normal(size=rated.shape)
+        return {"fga_0.5": a, "jga": b}, np.where(rated, votes, np.nan)
+    spec = POOL if design == "rater_pool" else SAME_4
+    a, b = t + rng.normal(scale=spec["a"], size=n), t + rng.normal(scale=spec["b"], size=n)
+    offset = rng.normal(scale=spec["offset"], size=spec["size"])
+    slope = rng.normal(1.0, spec["slope"], size=spec["size"])
+    votes = offset[:, None] + slope[:, None] * t[None, :] + rng.normal(scale=spec["noise"], size=(spec["size"], n))
+    if design == "same_4_annotators":
+        return {"fga_0.5": a, "jga": b}, votes
+    rated = _matrix(rng, spec["size"], n, np.full(n, spec["votes"]))
+    return {"fga_0.5": a, "jga": b}, np.where(rated, votes, np.nan)
+
+
+def _rank_truth(design: str, seed: int = 12345, dialogues: int = 400_000) -> tuple[float, float]:
+    """Spearman's and Kendall's coefficients of A with the mean rating, by one large simulation of
+    dialogues whose annotators are drawn anew for each (the population of annotators)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    if design == "fixture_binary":
+        fga, _ = fixture_pool()
+        chosen = rng.integers(0, fga.size, dialogues)
+        q = _latent(fga)[chosen] + rng.normal(scale=FIXTURE["noise"], size=dialogues)
+        mean = (rng.random((FIXTURE["votes"], dialogues)) < stats.norm.cdf(q)).mean(axis=0)
+        a = fga[chosen]
+    elif design == "unbalanced":
+        t = rng.normal(size=dialogues)
+        a = t + rng.normal(size=dialogues)
+        k = rng.integers(1, 6, dialogues)
+        mean = t + rng.normal(size=dialogues) / np.sqrt(k)
+    else:  # rater_pool: each vote from a new annotator of the population
+        t = rng.normal(size=dialogues)
+        a = t + rng.normal(scale=POOL["a"], size=dialogues)
+        shape = (POOL["votes"], dialogues)
+        offset, slope = rng.normal(scale=POOL["offset"], size=shape), rng.normal(1.0, POOL["slope"], size=shape)
+        mean = (offset + slope * t + rng.normal(scale=POOL["noise"], size=shape)).mean(axis=0)
+    return float(stats.spearmanr(a, mean).statistic), float(stats.kendalltau(a, mean).statistic)
+
+
+@cache
+def population_truth(design: str) -> dict[str, float]:
+    """The population value of each estimate under ``design`` (see the module docstring)."""
+    if design in ("normal", "unbalanced"):
+        inverse_k = 1 / 5 if design == "normal" else float(np.mean(1 / np.arange(1, 6)))
+        rho_a, rho_b = 1 / math.sqrt(2 * (1 + inverse_k)), 1 / math.sqrt(3.25 * (1 + inverse_k))
+        values = {"pearson_mean": rho_a, "pearson_pairs": 1 / math.sqrt(2 * 2), "diff_zou": rho_a - rho_b}
+        values["ceiling"] = math.sqrt(0.5 / (0.5 + 0.5 * inverse_k))
+        if design == "normal":  # (A, mean) bivariate normal
+            values["spearman"], values["kendall"] = 6 / math.pi * math.asin(rho_a / 2), 2 / math.pi * math.asin(rho_a)
+        else:
+            values["spearman"], values["kendall"] = _rank_truth(design)
+    elif design == "fixture_binary":
+        from scipy.stats import norm
+
+        fga, jga = fixture_pool()
+        nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+        weights = weights / weights.sum()
+        p = norm.cdf(_latent(fga)[:, None] + FIXTURE["noise"] * nodes[None, :])
+        m1, m2 = p @ weights, p**2 @ weights
+        k = FIXTURE["votes"]
+        var_p = m2.mean() - m1.mean() ** 2  # between dialogues, of a vote's probability
+        var_vote = m1.mean() * (1 - m1.mean())
+        var_mean = var_p + (m1.mean() - m2.mean()) / k
+
+        def rho(x, var):
+            return float(np.mean((x - x.mean()) * (m1 - m1.mean())) / math.sqrt(x.var() * var))
+
+        values = {"pearson_mean": rho(fga, var_mean), "pearson_pairs": rho(fga, var_vote)}
+        values["diff_zou"] = values["pearson_mean"] - rho(jga, var_mean)
+        icc = var_p / var_vote
+        values["ceiling"] = math.sqrt(icc / (icc + (1 - icc) / k))
+        values["spearman"], values["kendall"] = _rank_truth(design)
+    elif design == "rater_pool":
+        s = POOL
+        error = s["offset"] ** 2 + s["slope"] ** 2 + s["noise"] ** 2  # a vote's variance around t, var t = 1
+        var_mean = 1 + error / s["votes"]
+        rho_a = 1 / math.sqrt((1 + s["a"] ** 2) * var_mean)
+        values = {
+            "pearson_mean": rho_a,
+            "pearson_pairs": 1 / math.sqrt((1 + s["a"] ** 2) * (1 + error)),
+            "diff_zou": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
+            "ceiling": math.sqrt(1 / var_mean),
+        }
+        values["spearman"], values["kendall"] = _rank_truth(design)
+    else:  # same_4_annotators: at the population's mean slope 1, 4 votes each
+        s = SAME_4
+        var_mean = 1 + s["noise"] ** 2 / s["size"]
+        rho_a = 1 / math.sqrt((1 + s["a"] ** 2) * var_mean)
+        values = {
+            "pearson_mean": rho_a,
+            # votes pooled over annotators: their offsets and slopes are variance of a vote (E s² = 1 + sd²)
+            "pearson_pairs": 1 / math.sqrt((1 + s["a"] ** 2) * (1 + s["offset"] ** 2 + s["slope"] ** 2 + s["noise"] ** 2)),
+            "diff_zou": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
+        }
+        values["spearman"], values["kendall"] = 6 / math.pi * math.asin(rho_a / 2), 2 / math.pi * math.asin(rho_a)
+    values["pearson_two_way"] = values["pearson_mean"]
+    return values
+
 
 def study(rng, dialogues: int, votes: int, noise_b: float):
+    """One study of the normal model as (metrics {"a", "b"}, pairs Ratings, mean Ratings): t ~ N(0, 1),
+    A = t + N(0, 1), B = t + N(0, noise_b²), ``votes`` votes y = t + N(0, 1) per dialogue (for tests that
+    check one study against its truth)."""
     from metrics.correlation import Ratings
 
     t = rng.normal(size=dialogues)
@@ -42,95 +219,183 @@ def study(rng, dialogues: int, votes: int, noise_b: float):
 
 
 def truth(noise: float, rating_variance: float) -> float:
-    """ρ(t + N(0, noise²), t + N(0, rating_variance - 1)) with var t = 1."""
+    """ρ(t + N(0, noise²), t + N(0, rating_variance − 1)) with var t = 1."""
     return 1 / math.sqrt((1 + noise**2) * rating_variance)
 
 
-def rater_coverage(args, rng) -> dict[str, int]:
-    """Hits of ρ (at the mean slope) by the dialogue and the two-way bootstraps when raters differ."""
-    from metrics.correlation import Ratings, correlation_report
+def _ratings(matrix: np.ndarray, mode: str):
+    from metrics.correlation import Ratings
 
-    k = args.raters
-    rho = 1 / math.sqrt((1 + 0.8**2) * (1 + 0.7**2 / k))
-    hits = {"raters_dialogue_bootstrap": 0, "raters_two_way_bootstrap": 0, "raters_two_way_bca": 0}
-    ids = [f"d{i}" for i in range(args.dialogues)]
-    for _ in range(args.replicates):
-        t = rng.normal(size=args.dialogues)
-        metric = t + rng.normal(scale=0.8, size=args.dialogues)
-        matrix = rng.normal(1.0, 0.8, size=k)[:, None] * t[None, :] + rng.normal(scale=0.7, size=(k, args.dialogues))
-        ratings = Ratings(ids, np.arange(args.dialogues), matrix.mean(axis=0), "mean", [], matrix)
-        seed = int(rng.integers(1 << 31))
-        one = correlation_report({"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none")["metrics"][0]
-        two = correlation_report(
-            {"m": metric}, ratings, resamples=args.resamples, seed=seed, adjust="none", resample="dialogues+annotators"
-        )["metrics"][0]
-        hits["raters_dialogue_bootstrap"] += one["bootstrap_ci"][0] <= rho <= one["bootstrap_ci"][1]
-        hits["raters_two_way_bootstrap"] += two["bootstrap_ci"][0] <= rho <= two["bootstrap_ci"][1]
-        hits["raters_two_way_bca"] += bool(two["bca_ci"]) and two["bca_ci"][0] <= rho <= two["bca_ci"][1]
-    return hits
+    ids = [f"d{i}" for i in range(matrix.shape[1])]
+    if mode == "pairs":
+        dialogue, annotator = np.nonzero(np.isfinite(matrix.T))
+        return Ratings(ids, dialogue, matrix.T[dialogue, annotator], "pairs", [], matrix)
+    counts = np.isfinite(matrix).sum(axis=0)
+    return Ratings(ids, np.arange(matrix.shape[1]), np.nansum(matrix, axis=0) / counts, "mean", [], matrix)
+
+
+def _inside(interval, value: float) -> bool:
+    return interval is not None and interval[0] <= value <= interval[1]
+
+
+def study_intervals(metrics: dict[str, np.ndarray], matrix: np.ndarray, resamples: int, seed: int) -> dict[str, dict]:
+    """Every interval the tool computes for one study: {estimate: {family: [lo, hi] | None}}, through the
+    functions the analysis uses (``correlation_report``, ``ceiling_report``)."""
+    from metrics.correlation import ceiling_report, correlation_report, diff_ci, mover_diff_ci, zou_diff_ci
+
+    ratings = _ratings(matrix, "mean")
+    mean = correlation_report(metrics, ratings, resamples=resamples, seed=seed, adjust="none", family="all")
+    a, b = mean["metrics"]
+    (w,) = mean["williams"]
+    out = {"pearson_mean": a["intervals"], **a["rank_intervals"]}
+    diff = {"zou_fisher": zou_diff_ci(w["r_a"], w["r_b"], w["r_ab"], w["n"])}
+    diff["mover_jackknife_t"] = diff_ci(ratings.value, metrics["fga_0.5"], metrics["jga"])
+    for family in ("sandwich_t", "boot_se_t", "bca", "studentized"):
+        diff[f"mover_{family}"] = mover_diff_ci(w["r_a"], w["r_b"], w["r_ab"], a["intervals"][family], b["intervals"][family])
+    out["diff_zou"] = diff
+    one = {"fga_0.5": metrics["fga_0.5"]}
+    pairs = correlation_report(one, _ratings(matrix, "pairs"), resamples=resamples, seed=seed, adjust="none", family="all")
+    out["pearson_pairs"] = pairs["metrics"][0]["intervals"]
+    two_way = {"adjust": "none", "family": "all", "resample": "dialogues+annotators"}
+    two = correlation_report(one, ratings, resamples=resamples, seed=seed, **two_way)
+    out["pearson_two_way"] = two["metrics"][0]["intervals"]
+    annotators = [str(i) for i in range(matrix.shape[0])]
+    out["ceiling"] = ceiling_report(annotators, matrix, resamples=resamples, seed=seed)["intervals"]
+    return out
+
+
+def default_family(estimate: str) -> str:
+    """The family the tool reports for ``estimate`` (metrics.correlation's defaults)."""
+    from metrics.correlation import CEILING_DEFAULT, DEFAULT_INTERVAL, DIFF_DEFAULT, RANK_DEFAULT
+
+    return {
+        "pearson_mean": DEFAULT_INTERVAL["mean"],
+        "pearson_pairs": DEFAULT_INTERVAL["pairs"],
+        "pearson_two_way": DEFAULT_INTERVAL["two_way"],
+        "ceiling": CEILING_DEFAULT,
+        "diff_zou": DIFF_DEFAULT,
+        "spearman": RANK_DEFAULT["spearman"],
+        "kendall": RANK_DEFAULT["kendall"],
+    }[estimate]
+
+
+def correlation_rows(replicates: int, sizes=SIZES, resamples: int = 1000, seed: int = 0, designs=DESIGNS) -> list[dict]:
+    """Coverage rows of every correlation estimate × design × n × interval family."""
+    rows = []
+    for d_index, design in enumerate(designs):
+        values = population_truth(design)
+        for n in sizes:
+            rng = np.random.default_rng([seed, d_index, n])
+            hits: dict[tuple[str, str], int] = {}
+            for _ in range(replicates):
+                metrics, matrix = draw(design, n, rng)
+                found = study_intervals(metrics, matrix, resamples, int(rng.integers(1 << 31)))
+                for estimate, families in found.items():
+                    if estimate == "ceiling" and design == "same_4_annotators":
+                        continue
+                    for family, interval in families.items():
+                        key = (estimate, family)
+                        hits[key] = hits.get(key, 0) + _inside(interval, values[estimate])
+            for (estimate, family), count in hits.items():
+                c = count / replicates
+                rows.append(
+                    {
+                        "estimate": estimate,
+                        "design": design,
+                        "n": n,
+                        "family": family,
+                        "coverage": c,
+                        "mc_se": math.sqrt(c * (1 - c) / replicates),
+                        "replicates": replicates,
+                        "unit": "dialogues+annotators" if estimate == "pearson_two_way" else "dialogues",
+                        "default": family == default_family(estimate),
+                        "truth": values[estimate],
+                    }
+                )
+    return rows
+
+
+def williams_rows(replicates: int, sizes=SIZES, resamples: int = 0, seed: int = 0) -> list[dict]:
+    """Williams' test when A and B are equally good (H0 true; the normal design with B as noisy as A):
+    ``coverage`` is the share of studies it does not reject at α = 0.05 (nominal 0.95), as reported (the
+    dialogues' mean ratings, n = dialogues) and as before issue 15 (every vote an observation, n = votes)."""
+    from metrics.correlation import williams_test
+
+    rows = []
+    for n in sizes:
+        rng = np.random.default_rng([seed, 99, n])
+        kept = {"dialogue_means": 0, "votes_n_votes": 0}
+        for _ in range(replicates):
+            t = rng.normal(size=n)
+            a, b = t + rng.normal(size=n), t + rng.normal(size=n)
+            votes = t[None, :] + rng.normal(size=(5, n))
+            r_ab = np.corrcoef(a, b)[0, 1]
+            mean = votes.mean(axis=0)
+            p = williams_test(np.corrcoef(mean, a)[0, 1], np.corrcoef(mean, b)[0, 1], r_ab, n)[1]
+            kept["dialogue_means"] += p >= 0.05
+            y, xa, xb = votes.ravel(), np.tile(a, 5), np.tile(b, 5)
+            p = williams_test(np.corrcoef(y, xa)[0, 1], np.corrcoef(y, xb)[0, 1], r_ab, y.size)[1]
+            kept["votes_n_votes"] += p >= 0.05
+        for family, count in kept.items():
+            c = count / replicates
+            rows.append(
+                {
+                    "estimate": "williams_level",
+                    "design": "normal",
+                    "n": n,
+                    "family": family,
+                    "coverage": c,
+                    "mc_se": math.sqrt(c * (1 - c) / replicates),
+                    "replicates": replicates,
+                    "unit": "dialogues",
+                    "default": family == "dialogue_means",
+                }
+            )
+    return rows
+
+
+# Each: f(replicates, sizes, resamples, seed) -> rows of the contract above; other helpers append theirs
+SECTIONS = [correlation_rows, williams_rows, coverage_agreement.rows, coverage_lambda.rows]
+
+
+def table(rows: list[dict]) -> str:
+    """Compact text: one line per (estimate, design, family), coverage ± MC SE at each n; * the default."""
+    sizes = sorted({r["n"] for r in rows})
+    lines = [f"{'estimate':<16} {'design':<18} {'family':<20} " + " ".join(f"{'n=' + str(n):>13}" for n in sizes)]
+    groups: dict[tuple, dict] = {}
+    for r in rows:
+        groups.setdefault((r["estimate"], r["design"], r["family"], r["default"]), {})[r["n"]] = r
+    for (estimate, design, family, default), by_n in groups.items():
+        cells = [f"{by_n[n]['coverage']:.3f}±{by_n[n]['mc_se']:.3f}" if n in by_n else "" for n in sizes]
+        name = ("*" if default else " ") + family
+        lines.append(f"{estimate:<16} {design:<18} {name:<20} " + " ".join(f"{c:>13}" for c in cells))
+    return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--dialogues", type=int, default=50)
-    parser.add_argument("--votes", type=int, default=5)
-    parser.add_argument("--resamples", type=int, default=200)
-    parser.add_argument("--raters", type=int, default=4)
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="dialogues per study, comma-separated")
+    parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-
-    from metrics.correlation import correlation_report, williams_test
-
-    rng = np.random.default_rng(args.seed)
-    rho_pairs = truth(1.0, 2.0)  # a vote: var = 1 + 1
-    rho_a, rho_b = truth(1.0, 1 + 1 / args.votes), truth(1.5, 1 + 1 / args.votes)  # the mean of k votes
-    hits = {
-        "pairs_fisher_n_votes": 0,
-        "pairs_fisher_n_dialogues": 0,
-        "pairs_percentile_bootstrap": 0,
-        "pairs_reported_ci": 0,
-        "diff_ci_zou": 0,
-    }
-    rejections = {"williams_pairs_n_votes": 0, "williams_reported": 0}
-    for _ in range(args.replicates):
-        metrics, pairs, mean = study(rng, args.dialogues, args.votes, 1.5)
-        report = correlation_report(metrics, pairs, resamples=args.resamples, seed=int(rng.integers(1 << 31)), adjust="none")
-        row = report["metrics"][0]
-        r, n_votes = row["pearson"], row["n_votes"]
-        for name, n_fisher in (("pairs_fisher_n_votes", n_votes), ("pairs_fisher_n_dialogues", args.dialogues)):
-            half = 1.959963984540054 / math.sqrt(n_fisher - 3)
-            hits[name] += math.tanh(math.atanh(r) - half) <= rho_pairs <= math.tanh(math.atanh(r) + half)
-        hits["pairs_percentile_bootstrap"] += row["bootstrap_ci"][0] <= rho_pairs <= row["bootstrap_ci"][1]
-        hits["pairs_reported_ci"] += row["pearson_ci"][0] <= rho_pairs <= row["pearson_ci"][1]
-        low, high = correlation_report(metrics, mean, resamples=0, adjust="none")["williams"][0]["diff_ci"]
-        hits["diff_ci_zou"] += low <= rho_a - rho_b <= high
-        equal, pairs_equal, _ = study(rng, args.dialogues, args.votes, 1.0)  # A and B equally good: H0 true
-        (w,) = correlation_report(equal, pairs_equal, resamples=0, adjust="none")["williams"]
-        rejections["williams_reported"] += w["p_value"] < 0.05
-        # before issue 15: every vote an observation, n = votes
-        xa, xb, y = equal["a"][pairs_equal.dialogue], equal["b"][pairs_equal.dialogue], pairs_equal.value
-        r_a, r_b, r_ab = np.corrcoef(y, xa)[0, 1], np.corrcoef(y, xb)[0, 1], np.corrcoef(equal["a"], equal["b"])[0, 1]
-        rejections["williams_pairs_n_votes"] += williams_test(r_a, r_b, r_ab, y.size)[1] < 0.05
-    rater_hits = rater_coverage(args, rng)
-    hits.update(rater_hits)
-    result = {
+    sizes = tuple(int(v) for v in args.sizes.split(","))
+    started = time.perf_counter()
+    rows = [row for section in SECTIONS for row in section(args.replicates, sizes, args.resamples, args.seed)]
+    settings = {
         "replicates": args.replicates,
-        "dialogues": args.dialogues,
-        "votes_per_dialogue": args.votes,
-        "coverage": {k: v / args.replicates for k, v in hits.items()},
-        "false_positive_rate": {k: v / args.replicates for k, v in rejections.items()},
-        "truth": {"rho_pairs": rho_pairs, "rho_a_minus_rho_b": rho_a - rho_b},
+        "sizes": list(sizes),
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "nominal": 0.95,
+        "seconds": round(time.perf_counter() - started, 1),
     }
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps({"rows": rows, "settings": settings}, indent=1))
         return
-    print(f"{args.replicates} replicates, {args.dialogues} dialogues x {args.votes} votes; nominal 0.95 / 0.05")
-    for name, value in result["coverage"].items():
-        print(f"coverage  {name:<24} {value:.3f}")
-    for name, value in result["false_positive_rate"].items():
-        print(f"false pos {name:<24} {value:.3f}")
+    print(f"{args.replicates} replicates, {args.resamples} resamples, nominal 0.95; * = the reported (default) interval")
+    print(table(rows))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A study report, self-contained: HTML (plots as embedded PNG) or Markdown (same content).
 
-Sections: settings and signatures, progress, agreement, majority results (the CoCo
+Sections: the summary in words with the forest plot and the agreement chart, settings and
+signatures, progress, agreement, majority results (the CoCo
 paper's Table 3 layout for coco studies), metric–human correlations with CIs, and the
 r(λ) plot with λ*.  Everything from the data (names, keys, conditions, notes) is escaped:
 HTML with ``html.escape``, Markdown with backslashes, so it shows as text.  No timestamp
@@ -15,6 +16,7 @@ import re
 
 from metrics import __version__
 from metrics.present import Table, analysis_tables
+from metrics.summary import summarise
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
@@ -44,7 +46,8 @@ def sections(data, analysis: dict, settings) -> list[Table]:
         ["bootstrap resamples", str(settings.resamples)],
         ["cross-validation folds", str(settings.folds)],
         ["seed", str(settings.seed)],
-        ["p-value adjustment (metric pairs)", settings.adjust],
+        ["metric comparisons", settings.family],
+        ["adjustment over the comparisons (p and intervals)", settings.adjust],
         ["agreement weights (Cohen's κ, AC2)", settings.weights],
         ["bootstrap over", settings.resample],
         ["DST Judge", __version__],
@@ -59,6 +62,8 @@ def sections(data, analysis: dict, settings) -> list[Table]:
         *([["items left out by the adaptive design", str(progress["items_left_out"])]] if progress.get("items_left_out") else []),
     ]
     tables = [
+        # the answers first, in words (metrics.summary), with the forest plot and the agreement chart under them
+        Table(SUMMARY, (), [], summarise(analysis).strings()),
         Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
         Table("Progress", ("", ""), progress_rows),
         *analysis_tables(analysis, settings.tie),
@@ -92,12 +97,25 @@ def sections(data, analysis: dict, settings) -> list[Table]:
     return tables
 
 
-def _plot_png(analysis: dict) -> bytes | None:
-    if "calibration" not in analysis:
-        return None
-    from exports.charts import png_bytes, r_lambda_chart
+SUMMARY = "Summary"
 
-    return png_bytes(r_lambda_chart(analysis["calibration"]))
+
+def _charts(heading: str, analysis: dict) -> list[tuple[str, bytes]]:
+    """The pictures under a section (alt text, PNG): under the summary the forest plot of every metric
+    against the ratings and the agreement chart; under the λ calibration r(λ)."""
+    from exports.charts import agreement_chart, forest_chart, png_bytes, r_lambda_chart
+
+    charts = []
+    if heading == SUMMARY:
+        if "correlation" in analysis:
+            charts.append(("each metric's correlation with the human rating, its interval and the human ceiling", forest_chart))
+        if analysis.get("agreement"):
+            charts.append(("agreement per question with its interval, over the conventional readings", agreement_chart))
+        keys = {forest_chart: "correlation", agreement_chart: "agreement"}
+        return [(alt, png_bytes(chart(analysis[keys[chart]]))) for alt, chart in charts]
+    if heading.startswith("λ calibration") and "calibration" in analysis:
+        return [("r(λ) with its bootstrap band, λ* and its interval", png_bytes(r_lambda_chart(analysis["calibration"])))]
+    return []
 
 
 def to_html(data, analysis: dict, settings) -> bytes:
@@ -123,11 +141,9 @@ def to_html(data, analysis: dict, settings) -> bytes:
             parts += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
             parts.append("</table>")
         parts += [f'<p class="note">{e(p)}</p>' for p in paragraphs]
-        if heading.startswith("λ calibration"):
-            png = _plot_png(analysis)
-            if png:
-                data_uri = base64.b64encode(png).decode()
-                parts.append(f'<img alt="r(λ) with its bootstrap band" width="640" src="data:image/png;base64,{data_uri}">')
+        for alt, png in _charts(heading, analysis):
+            data_uri = base64.b64encode(png).decode()
+            parts.append(f'<img alt="{e(alt)}" width="640" src="data:image/png;base64,{data_uri}">')
     parts.append("</body></html>")
     return ("\n".join(parts) + "\n").encode()
 
@@ -145,8 +161,6 @@ def to_markdown(data, analysis: dict, settings) -> bytes:
         lines += [md_escape(p) + "  " for p in paragraphs]
         if paragraphs:
             lines.append("")
-        if heading.startswith("λ calibration"):
-            png = _plot_png(analysis)
-            if png:
-                lines += [f"![r(λ) with its bootstrap band](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
+        for alt, png in _charts(heading, analysis):
+            lines += [f"![{md_escape(alt)}](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
     return "\n".join(lines).encode()

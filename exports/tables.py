@@ -12,8 +12,11 @@ Column contracts:
   ``_low`` / ``_high`` (95 % bootstrap CI), notes
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
-  pair, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007), t
-  and p_value of Williams' test, p_adjusted and adjust (holm, bh or none) over all pairs, n_needed:
+  comparison, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007)
+  from jackknife-t intervals, t of Williams' test, p_value of the interval's own test, p_adjusted
+  and adjust (holm, bonferroni, bh or none) over the
+  declared comparisons (the signature's ``family``; diff_low/diff_high at the level that agrees with
+  the adjustment, ``metrics.comparisons``), n_needed:
   dialogues for 80% power to detect the observed difference); a ``ceiling`` row (pearson = r_max with
   its interval, note = the method); one ``note`` row per note
 """
@@ -171,7 +174,7 @@ def correlation_csv(correlation: dict) -> bytes:
             }
         )
     for w in correlation["williams"]:  # then one row per pair of metrics: the difference and its test
-        adjusted = next((k for k in ("p_holm", "p_bh") if k in w), None)
+        adjusted = next((k for k in ("p_holm", "p_bonferroni", "p_bh") if k in w), None)
         diff_ci = w.get("diff_ci") or (None, None)
         rows.append(
             {

@@ -7,10 +7,12 @@
                                     [--weights none|linear|quadratic] [--categories A,B,... | --scale 1-5]
                                     [--gold GOLD.csv] [--bootstrap B] [--seed S] [--json]
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
-                                    [--adjust holm|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
+                                    [--family reference|all] [--reference jga] [--fga-lambda 0.5]
+                                    [--adjust holm|bonferroni|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
     python -m metrics systems --ratings RATINGS.csv --system NAME=PATH --system NAME=PATH ... [--json]
     python -m metrics judge HUMAN.csv --judges JUDGES.csv [--question Q] [--bootstrap B] [--json]
-    python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--budget N --icc R] [--json]
+    python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--comparisons M]
+                                    [--adjust holm|bonferroni|bh|none] [--budget N --icc R] [--json]
     python -m metrics plan --pilot RATINGS.csv [--metric-a fga_0.5 --metric-b jga] [--budget N] PREDICTIONS...
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
@@ -25,6 +27,7 @@ import argparse
 import json
 import sys
 
+from metrics.comparisons import ADJUSTMENTS, DEFAULT_FAMILY_SIZE, FAMILIES
 from metrics.registry import FGA, JGA, METRICS, RSA, SCORE_TABLE, split_key
 
 
@@ -92,9 +95,17 @@ def _add_analysis(subparsers) -> None:
     correlate.add_argument(
         "--adjust",
         default="holm",
-        choices=("holm", "bh", "none"),
-        help="p-value adjustment over every metric pair tested (default holm)",
+        choices=ADJUSTMENTS,
+        help="adjustment of the p-values and intervals over the declared comparisons (default holm)",
     )
+    correlate.add_argument(
+        "--family",
+        default="reference",
+        choices=FAMILIES,
+        help="the comparisons: each metric against --reference with FGA at --fga-lambda (default), or all pairs",
+    )
+    correlate.add_argument("--reference", default=JGA.key(), help=f"the reference metric (default {JGA.key()})")
+    correlate.add_argument("--fga-lambda", type=float, default=0.5, help="the FGA λ in the reference family (default 0.5)")
     _add_prediction_options(correlate, lambdas=True)
     calibrate = subparsers.add_parser("calibrate", help="the λ that makes FGA agree most with human ratings")
     _add_rating_options(calibrate)
@@ -137,21 +148,38 @@ def _add_analysis(subparsers) -> None:
     plan.add_argument("--max-k", type=int, default=11, help="with --budget: the most annotators per dialogue tried")
     plan.add_argument("--icc", type=float, help="with --budget and no pilot: a single rating's reliability ICC(1,1)")
     plan.add_argument("--k-now", type=float, default=1.0, help="with --icc: ratings per dialogue behind --r-a/--r-b")
-    plan.add_argument("--alpha", type=float, default=0.05)
+    plan.add_argument("--alpha", type=float, default=0.05, help="the family-wise level (default 0.05)")
+    plan.add_argument(
+        "--comparisons",
+        type=int,
+        default=DEFAULT_FAMILY_SIZE,
+        help=f"comparisons in the study's declared family (default {DEFAULT_FAMILY_SIZE}: each other metric against "
+        "JGA, FGA at one λ); one is planned at alpha / comparisons",
+    )
+    plan.add_argument("--adjust", default="holm", choices=ADJUSTMENTS, help="the family's adjustment (none: plan at alpha)")
     plan.add_argument("--power", type=float, default=0.8)
     plan.add_argument("--json", action="store_true")
 
 
-def _emit(args, result: dict, tables) -> int:
+def _emit(args, result: dict, tables, summary=None) -> int:
     """Print a command's result: its JSON contract with --json, else its ``metrics.present`` tables
-    (``tables(present)``, imported only then) as text."""
+    (``tables(present)``, imported only then) as text.  ``summary(summary_module)`` (``metrics.summary``)
+    gives the answers in words: they come first in the text, and under ``"summary"`` in the JSON."""
+    said = summary(_summary_module()) if summary is not None else None
     if args.json:
-        print(json.dumps(result, indent=1))
+        print(json.dumps(result if said is None else {**result, "summary": said.strings()}, indent=1))
         return 0
     from metrics import present
 
-    print("\n\n".join(table.to_text() for table in tables(present)))
+    blocks = [] if said is None else ["Summary\n" + said.text("\n")]
+    print("\n\n".join([*blocks, *(table.to_text() for table in tables(present))]))
     return 0
+
+
+def _summary_module():
+    from metrics import summary
+
+    return summary
 
 
 def _percent(value) -> str:
@@ -224,6 +252,7 @@ def run_agreement(args) -> int:
         args,
         result,
         lambda present: (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result)),
+        lambda summary: summary.summarise_agreement(result),
     )
 
 
@@ -253,9 +282,17 @@ def run_correlate(args) -> int:
         seed=args.seed,
         adjust=args.adjust,
         resample=args.resample,
+        family=args.family,
+        reference=args.reference,
+        fga_lambda=args.fga_lambda,
     )
     # the differences table too: the correlation table's notes speak of its Zou intervals and adjusted p
-    return _emit(args, result, lambda present: [present.correlation_table(result), present.williams_table(result)])
+    return _emit(
+        args,
+        result,
+        lambda present: [present.correlation_table(result), present.williams_table(result)],
+        lambda summary: summary.summarise_correlation(result, condition=args.condition),
+    )
 
 
 def run_calibrate(args) -> int:
@@ -282,17 +319,22 @@ def run_calibrate(args) -> int:
         from exports.charts import r_lambda_chart, save_chart
 
         save_chart(r_lambda_chart(result), args.plot)
-    return _emit(args, result, lambda present: [present.calibration_table(result)])
+    return _emit(
+        args, result, lambda present: [present.calibration_table(result)], lambda summary: summary.summarise_calibration(result)
+    )
 
 
 def _pilot(args) -> dict:
     """The three correlations, the single-rating reliability and the ratings per dialogue of a pilot."""
+    from collections import Counter
+
     import numpy as np
 
     from formats import load_dialogues
     from formats.tidy import read_votes
     from metrics.analysis import correlate_study, select_votes
     from metrics.corpus import ScoreSettings, parse_lambdas
+    from metrics.planning import harmonic_count
 
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
@@ -314,7 +356,9 @@ def _pilot(args) -> dict:
         "r_b": rows[args.metric_b]["pearson"],
         "r_ab": float(np.corrcoef(pairs.T)[0, 1]),
         "icc_single": result["human_ceiling"].get("reliability_single"),
-        "k": len(votes) / max(1, result["n_dialogues"]),
+        # ratings per dialogue behind r_a and r_b: the harmonic mean of the counts (each dialogue's mean has
+        # reliability R(k_d); their average is Spearman-Brown at the harmonic mean, as the human ceiling)
+        "k": harmonic_count(Counter(v.item for v in votes if v.item in {d["id"] for d in per if d["rating"] is not None})),
     }
 
 
@@ -359,19 +403,20 @@ def run_plan(args) -> int:
     r_a, r_b, r_ab = (pilot["r_a"], pilot["r_b"], pilot["r_ab"]) if pilot else (args.r_a, args.r_b, args.r_ab)
     if None in (r_a, r_b, r_ab):
         raise ValueError("give --r-a, --r-b and --r-ab, or --pilot RATINGS.csv PREDICTIONS...")
-    result = plan(r_a, r_b, r_ab, args.alpha, args.power)
+    result = plan(r_a, r_b, r_ab, args.alpha, args.power, comparisons=args.comparisons, adjust=args.adjust)
     if pilot:
         result["pilot"] = pilot
     if args.budget:
         icc, k_now = (pilot["icc_single"], pilot["k"]) if pilot else (args.icc, args.k_now)
         if icc is None:
             raise ValueError("a budget plan needs a single rating's reliability: --icc, or a pilot with repeated ratings")
-        result["budget"] = budget_plan(r_a, r_b, r_ab, icc, k_now, args.budget, max_k=args.max_k, alpha=args.alpha)
+        result["budget"] = budget_plan(r_a, r_b, r_ab, icc, k_now, args.budget, max_k=args.max_k, alpha=result["test_alpha"])
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
     needed = result["n_dialogues"]
-    print(f"r_a = {r_a:.3f}, r_b = {r_b:.3f}, r_ab = {r_ab:.3f}; two-sided Williams test, alpha {args.alpha}")
+    print(f"r_a = {r_a:.3f}, r_b = {r_b:.3f}, r_ab = {r_ab:.3f}; two-sided Williams test at alpha {result['test_alpha']:.4g}")
+    print(f"family: {result['family']}")
     print(f"dialogues for power {args.power}: {needed if needed is not None else 'more than a million'}")
     print("\n".join(f"  n = {p['n']:>7}  power {p['power']:.2f}" for p in result["power_curve"]))
     if "budget" in result:

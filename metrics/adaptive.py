@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from formats.tidy import Vote
+from metrics.comparisons import declare
 from metrics.correlation import adjust_p, bootstrap_weights, percentile_ci, weighted_pearson
 
 POLICIES = ("uniform", "adaptive")
@@ -308,6 +309,9 @@ def design_report(
     seed: int = 0,
     adjust: str = "holm",
     confidence: float = 0.95,
+    family: str = "reference",
+    reference: str = "jga",
+    fga_lambda: float = 0.5,
 ) -> dict:
     """Every correlation, difference and λ* of a study under its design: each judged dialogue weighted
     by 1/π (``pi``), intervals from the bootstrap over the judged dialogues (weights kept), p-values of
@@ -350,28 +354,46 @@ def design_report(
         }
         for j, name in enumerate(names)
     ]
-    differences = []
-    for i, a in enumerate(names):
-        for j in range(i + 1, len(names)):
-            entry = {"a": a, "b": names[j], "diff": float(r[i] - r[j]), "diff_ci": None, "p_value": None}
-            if boot is not None:
-                d = boot[:, i] - boot[:, j]
-                d = d[np.isfinite(d)]
-                entry["diff_ci"] = interval(d)
-                if d.size:
-                    entry["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
-            differences.append(entry)
+    # the declared comparisons (metrics.comparisons); each difference's percentile interval at the level
+    # that agrees with its adjusted bootstrap p (twice the smaller tail share)
+    declared = declare(names, kind=family, reference=reference, fga_lambda=fga_lambda, adjust=adjust)
+    column = {name: j for j, name in enumerate(names)}
+    differences, shares = [], []
+    for a, b in declared.pairs:
+        i, j = column[a], column[b]
+        entry = {"a": a, "b": b, "diff": float(r[i] - r[j]), "diff_ci": None, "p_value": None}
+        d = None
+        if boot is not None:
+            d = boot[:, i] - boot[:, j]
+            d = d[np.isfinite(d)]
+            if d.size:
+                entry["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+        differences.append(entry)
+        shares.append(d)
     tested = [e for e in differences if e["p_value"] is not None]
     adjusted = adjust_p([e["p_value"] for e in tested], adjust)
     if adjusted is not None:
         for entry, value in zip(tested, adjusted, strict=True):
             entry[f"p_{adjust}"] = value
+    rejected = sum(value < declared.alpha for value in adjusted or ())
+    level = declared.interval_confidence(rejected)
+    for entry, d in zip(differences, shares, strict=True):
+        if d is not None and d.size >= 10:
+            entry["diff_ci"] = [float(v) for v in percentile_ci(d, level)]
     result = {
         "n_judged": int(len(y)),
         "n_effective": round(n_eff, 1),
         "metrics": rows,
         "differences": differences,
         "method": "Hájek-weighted Pearson (1/π), percentile bootstrap over judged dialogues",
+        "comparisons": {
+            "family": declared.kind,
+            "key": declared.key,
+            "size": declared.size,
+            "adjust": adjust,
+            "interval_confidence": level,
+            "text": declared.describe(rejected),
+        },
         "lambda": None,
         "notes": notes,
     }

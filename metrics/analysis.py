@@ -75,7 +75,11 @@ def agreement_all(
         )
     notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
     signature = Signature(
-        agreement=level, resamples=resamples, seed=seed, interval="percentile95", weights=None if weights == "none" else weights
+        agreement=level,
+        resamples=resamples,
+        seed=seed,
+        interval="jackknife_atanh_t95",
+        weights=None if weights == "none" else weights,
     )
     return {"signature": str(signature), "questions": reports, "notes": notes}
 
@@ -113,6 +117,9 @@ def correlate_study(
     seed: int = 0,
     adjust: str = "holm",
     resample: str = "dialogues",
+    family: str = "reference",
+    reference: str = "jga",
+    fga_lambda: float = 0.5,
 ) -> dict:
     """The ``python -m metrics correlate --json`` contract."""
     ids, values = per_dialogue_metrics(dialogues, settings)
@@ -120,7 +127,15 @@ def correlate_study(
     position = {d: i for i, d in enumerate(ids)}
     rows = np.array([position[d] for d in ratings.dialogue_ids])
     report = correlation_report(
-        {k: v[rows] for k, v in values.items()}, ratings, resamples=resamples, seed=seed, adjust=adjust, resample=resample
+        {k: v[rows] for k, v in values.items()},
+        ratings,
+        resamples=resamples,
+        seed=seed,
+        adjust=adjust,
+        resample=resample,
+        family=family,
+        reference=reference,
+        fga_lambda=fga_lambda,
     )
     n, sy, _ = ratings.sufficient()  # the per-dialogue mean rating, for plots
     rated = set(ratings.dialogue_ids)
@@ -130,9 +145,10 @@ def correlate_study(
         resamples=resamples,
         seed=seed,
         resample_unit=resample,
-        interval="fisher95+percentile95+bca95",
-        difference="zou2007",
+        interval="jackknife_t95+percentile95+bca95",  # pearson_ci: the jackknife-t (issue 26)
+        difference="zou2007-jackknife_t",  # Zou's MOVER from jackknife-t intervals; p by inverting it (issue 26)
         adjust=adjust,
+        family=report["comparisons"]["key"],
     )
     return {
         "signature": str(signature),
@@ -196,9 +212,12 @@ class AnalysisSettings:
     resamples: int = 1000  # bootstrap resamples
     folds: int = 5  # cross-validation folds for λ*
     seed: int = 0
-    adjust: str = "holm"  # p-value adjustment over the metric pairs: holm, bh, none
+    adjust: str = "holm"  # p-value adjustment over the declared comparisons: holm, bonferroni, bh, none
     weights: str = "none"  # agreement weights for pairwise Cohen κ and Gwet's AC2: none, linear, quadratic
     resample: str = "dialogues"  # bootstrap unit for correlation and calibration: dialogues, dialogues+annotators
+    family: str = "reference"  # the declared comparisons: reference (each metric vs ``reference``), all (every pair)
+    reference: str = "jga"  # the reference metric of the reference family
+    fga_lambda: float = 0.5  # the FGA λ of the reference family (the λ measured nearest to it)
 
     def to_dict(self) -> dict:
         return {
@@ -211,6 +230,9 @@ class AnalysisSettings:
             "folds": self.folds,
             "seed": self.seed,
             "adjust": self.adjust,
+            "family": self.family,
+            "reference": self.reference,
+            "fga_lambda": self.fga_lambda,
             "weights": self.weights,
             "resample": self.resample,
         }
@@ -223,8 +245,10 @@ class AnalysisSettings:
         (0.0, 5.0, 11)
         """
         values = dict(values or {})
-        keys = ("level", "tie", "rating", "resamples", "folds", "seed", "adjust", "weights", "resample")
+        keys = ("level", "tie", "rating", "resamples", "folds", "seed", "adjust", "weights", "resample", "family", "reference")
         chosen = {k: values[k] for k in keys if k in values}
+        if "fga_lambda" in values:
+            chosen["fga_lambda"] = float(values["fga_lambda"])
         if "lambdas" in values:
             chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
         if "grid" in values:
@@ -274,6 +298,43 @@ def votes_summary(
     result["majority"] = {
         q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
     }
+    result["model_labels"] = model_labels_all(votes, settings, skip=skip, categories=categories)
+    return result
+
+
+MODEL_RESAMPLES = 200  # the bootstrap of Dawid-Skene's competences refits EM per resample
+
+
+def model_labels_all(
+    votes: VoteTable,
+    settings: AnalysisSettings,
+    *,
+    skip=("transcription",),
+    categories: Mapping[str, Sequence[str]] | None = None,
+) -> dict:
+    """Per question (those with majority labels): Dawid-Skene's posterior labels beside the majority,
+    each annotator's competence and spammer flag with bootstrap intervals over items (at most
+    ``MODEL_RESAMPLES`` resamples: EM is refitted on each), as JSON (``metrics.crowd``); the majority
+    with the study's tie policy.  Declared answers (``categories``) are used when every vote is one of them."""
+    from metrics.crowd import dawid_skene
+
+    result = {}
+    for q in votes.questions:
+        if q in skip:
+            continue
+        chosen = votes.for_question(q)
+        declared = (categories or {}).get(q)
+        if declared is not None and not {v.value for v in chosen} <= set(declared):
+            declared = None
+        found = dawid_skene(
+            chosen,
+            q,
+            categories=declared,
+            tie=settings.tie,
+            seed=settings.seed,
+            resamples=min(settings.resamples, MODEL_RESAMPLES),
+        )
+        result[q] = found.as_json()
     return result
 
 
@@ -384,6 +445,9 @@ def metrics_summary(
             seed=settings.seed,
             adjust=settings.adjust,
             resample=settings.resample,
+            family=settings.family,
+            reference=settings.reference,
+            fga_lambda=settings.fga_lambda,
         )
         report(0.7, "λ calibration")
         grid = np.linspace(*settings.grid)
@@ -455,5 +519,8 @@ def design_summary(
         resamples=settings.resamples,
         seed=settings.seed,
         adjust=settings.adjust,
+        family=settings.family,
+        reference=settings.reference,
+        fga_lambda=float((allocation or {}).get("lambda", settings.fga_lambda)),  # the λ the design was chosen for
     )
     return {**base, **report}

@@ -16,6 +16,7 @@ share of bootstrap refits whose best grid point is the grid's first or last valu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,6 +104,142 @@ class _Fit:
         return lam, r_best, at_bound
 
 
+# The interval families bench/coverage_lambda.py compares (issue 26); the DEFAULT ones are what calibrate reports.
+LAMBDA_FAMILIES = ("percentile", "bca", "profile", "profile_pointwise", "m_out_of_n")
+R_FAMILIES = ("percentile", "bca", "atanh_t", "atanh_t_bc")
+DEFAULT_LAMBDA_FAMILY = "percentile"
+DEFAULT_R_FAMILY = "atanh_t_bc"
+
+
+def grid_best(curves: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """λ at each curve's (row's) largest r; NaN for a curve with no finite r."""
+    curves = np.atleast_2d(curves)
+    finite = np.isfinite(curves).any(axis=1)
+    best = np.nanargmax(np.where(finite[:, None], np.nan_to_num(curves, nan=-np.inf), 0.0), axis=1)
+    return np.where(finite, grid[best], np.nan)
+
+
+def profile_set(
+    grid: np.ndarray, curve: np.ndarray, curves: np.ndarray, confidence: float = 0.95, pointwise: bool = False
+) -> np.ndarray:
+    """The λ on the grid that the data cannot tell from the best: a confidence set for the argmax by test
+    inversion (Hansen, Lunde & Nason 2011, a model confidence set over the grid).  λ stays when
+    r̂(λ̂) − r̂(λ), how far it is below the best, is no larger than the ``confidence`` quantile of its
+    bootstrap null max_λ' D*(λ') − D*(λ), with D*(λ) = r*(λ) − r̂(λ) the resample's curve centred on the
+    estimate's (the bootstrap of the maximal difference, over dialogues).  ``pointwise``: the null is
+    D*(λ̂) − D*(λ), the difference to the estimated best only (a test of each λ against λ̂, which ignores
+    that λ̂ was chosen).  Returns a boolean mask."""
+    finite = np.isfinite(curve)
+    deviation = curves[:, finite] - curve[None, finite]
+    deviation = deviation[np.isfinite(deviation).all(axis=1)]  # a resample with constant ratings: left out
+    kept = np.zeros(curve.shape, dtype=bool)
+    if deviation.shape[0] == 0:
+        return finite
+    top = deviation[:, int(np.argmax(curve[finite]))] if pointwise else deviation.max(axis=1)
+    null = top[:, None] - deviation  # B × Λ
+    limit = np.quantile(null, confidence, axis=0)
+    kept[finite] = curve[finite].max() - curve[finite] <= limit + 1e-12
+    return kept
+
+
+def lambda_intervals(
+    grid: np.ndarray,
+    curve: np.ndarray,
+    curves: np.ndarray,
+    jackknife_curves: np.ndarray | None,
+    *,
+    confidence: float = 0.95,
+    families: Sequence[str] = LAMBDA_FAMILIES,
+    small_curves: np.ndarray | None = None,
+    small: int | None = None,
+    refits: tuple[float, np.ndarray, np.ndarray] | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Intervals for λ* from the estimate's r(λ) ``curve`` (Λ), B bootstrap curves over dialogues (B × Λ) and
+    the D leave-one-dialogue-out curves (λ* of each: its grid argmax; ``refits`` = (λ̂, bootstrap λ*,
+    jackknife λ*) refined off the grid replace them when given):
+
+    - ``percentile``: quantiles of the resamples' argmax (the same on the log λ scale: percentiles are
+      invariant under a monotone transformation);
+    - ``bca``: Efron's (1987) BCa, acceleration from the jackknife over dialogues;
+    - ``profile``: the hull of :func:`profile_set` (test inversion; Hansen et al. 2011);
+    - ``profile_pointwise``: the same with each λ tested against λ̂ only;
+    - ``m_out_of_n``: resamples of ``small`` = m < D dialogues (``small_curves``), their argmax spread
+      scaled by √(m/D) around λ̂ (Bickel, Götze & van Zwet 1997).
+    """
+    alpha = (1 - confidence) / 2
+    if refits is None:
+        best, drawn, jack = float(grid_best(curve[None, :], grid)[0]), grid_best(curves, grid), grid_best(jackknife_curves, grid)
+    else:
+        best, drawn, jack = refits
+    drawn = drawn[np.isfinite(drawn)]
+    out: dict[str, tuple[float, float]] = {}
+    if "percentile" in families or "bca" in families:
+        from metrics.agreement import interval_families
+
+        out.update(
+            interval_families(
+                best,
+                drawn,
+                jack[np.isfinite(jack)],
+                confidence=confidence,
+                families=[f for f in ("percentile", "bca") if f in families],
+            )
+        )
+    for name in ("profile", "profile_pointwise"):
+        if name in families:
+            kept = grid[profile_set(grid, curve, curves, confidence, pointwise=name == "profile_pointwise")]
+            out[name] = (float(kept.min()), float(kept.max())) if kept.size else (best, best)
+    if "m_out_of_n" in families and small_curves is not None and small:
+        spread = grid_best(small_curves, grid)
+        spread = spread[np.isfinite(spread)]
+        scale = np.sqrt(small / jack.size)
+        low, high = np.quantile(spread, [alpha, 1 - alpha])
+        out["m_out_of_n"] = (float(max(grid[0], best + scale * (low - best))), float(best + scale * (high - best)))
+    return out
+
+
+def r_intervals(
+    r_best: float,
+    drawn: np.ndarray,
+    jackknife: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    families: Sequence[str] = R_FAMILIES,
+    n: int | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Intervals for r* = max r(λ) from its bootstrap refits ``drawn`` and its leave-one-dialogue-out values
+    (``jackknife``, only BCa reads them; ``n`` dialogues, default their number): the percentile and BCa of
+    the resamples' own maxima; ``atanh_t``, Fisher z of r* ± t(n − 1) × the bootstrap standard error of
+    atanh(r*) (:func:`metrics.agreement.interval_families`); and ``atanh_t_bc``, the same centred on
+    2·atanh(r*) − mean atanh(r*_b): r* is the largest of many correlations, biased upwards, and the
+    bootstrap's estimate of that bias moves it back (Efron & Tibshirani 1993, §10.3).  The default: it held
+    0.937-0.952 at 30-100 dialogues where the percentile interval gave 0.902-0.936."""
+    from scipy.stats import t
+
+    from metrics.agreement import interval_families
+
+    n = int(n if n is not None else jackknife.size)
+    drawn, jackknife = drawn[np.isfinite(drawn)], jackknife[np.isfinite(jackknife)]
+    quantile = t.ppf((1 + confidence) / 2, max(n - 1, 1))
+    z, z_drawn = _atanh(r_best), _atanh(drawn)
+    out: dict[str, tuple[float, float]] = {}
+    if "percentile" in families or "bca" in families:
+        out.update(
+            interval_families(
+                r_best, drawn, jackknife, confidence=confidence, families=[f for f in ("percentile", "bca") if f in families]
+            )
+        )
+    for name, centre in (("atanh_t", z), ("atanh_t_bc", 2 * z - z_drawn.mean())):
+        if name in families:
+            half = quantile * z_drawn.std(ddof=1)
+            out[name] = (float(np.tanh(centre - half)), float(np.tanh(centre + half)))
+    return out
+
+
+def _atanh(r):
+    return np.arctanh(np.clip(r, -1 + 1e-9, 1 - 1e-9))
+
+
 def _rating_sums(ratings: Ratings, rows: np.ndarray | None = None):
     n, sy, syy = ratings.sufficient()
     if rows is None:
@@ -121,9 +258,21 @@ def calibrate(
     confidence: float = 0.95,
     forget_fraction: float = 0.95,
     resample: str = "dialogues",
+    lambda_family: str = DEFAULT_LAMBDA_FAMILY,
+    r_family: str = DEFAULT_R_FAMILY,
 ) -> dict:
     """The calibration result (see :mod:`metrics.__main__` for the JSON contract).  The bootstrap
-    resamples dialogues, or dialogues and annotators (``resample``: ``metrics.correlation.resample_sums``)."""
+    resamples dialogues, or dialogues and annotators (``resample``: ``metrics.correlation.resample_sums``).
+
+    ``ci_lambda`` and ``ci_r`` are of the families ``lambda_family`` (:data:`LAMBDA_FAMILIES`) and
+    ``r_family`` (:data:`R_FAMILIES`), named under ``bootstrap.ci``; the defaults are those that held
+    0.95 at 30-100 dialogues (README, "Intervals at 30-100 dialogues"; ``bench/coverage_lambda.py``).  Their
+    jackknife (BCa's acceleration, the t's degrees of freedom) leaves out one dialogue at a time, also when
+    annotators are resampled too."""
+    if lambda_family not in LAMBDA_FAMILIES or lambda_family in ("m_out_of_n",):
+        raise ValueError(f"lambda_family must be one of percentile, bca, profile, profile_pointwise, got {lambda_family!r}")
+    if r_family not in R_FAMILIES:
+        raise ValueError(f"r_family must be one of {', '.join(R_FAMILIES)}, got {r_family!r}")
     if ratings.value.size < 3 or np.ptp(ratings.value) == 0:
         raise ValueError("the ratings need at least 3 observations that are not all the same")
     n, sy, syy = _rating_sums(ratings)
@@ -167,15 +316,36 @@ def calibrate(
         valid = np.isfinite(refits[:, 0])
         if valid.sum() < resamples:
             notes.append(f"{resamples - int(valid.sum())} bootstrap resample(s) had constant ratings or FGA, left out")
-        lam_lo, lam_hi = percentile_ci(refits[valid, 0], confidence)
-        r_lo, r_hi = percentile_ci(refits[valid, 1], confidence)
+        if valid.sum() < 2:
+            notes.append("fewer than 2 bootstrap resamples could be fitted: no interval for λ* or r")
+            result["curve"] = [{"lambda": float(lam), "r": _finite(r), "ci": None} for lam, r in zip(grid, curve)]
+            result.update(_cross_validate(terms, ratings, grid, folds, seed))
+            result["notes"] = notes + result.pop("cv_notes")
+            return result
+        # the jackknife over dialogues only when BCa needs its acceleration (D more refits)
+        bca = "bca" in (lambda_family, r_family)
+        jack = _jackknife_refits(fit, fga_grid, n, sy, syy) if bca else np.full((ratings.n_dialogues, 2), np.nan)
+        lam_lo, lam_hi = lambda_intervals(
+            grid,
+            curve,
+            curves,
+            None,
+            confidence=confidence,
+            families=(lambda_family,),
+            refits=(best_lambda, refits[valid, 0], jack[:, 0]),
+        )[lambda_family]
+        r_lo, r_hi = r_intervals(
+            r_best, refits[valid, 1], jack[:, 1], confidence=confidence, families=(r_family,), n=ratings.n_dialogues
+        )[r_family]
         result.update(
             ci_lambda=[float(lam_lo), float(lam_hi)],
             ci_r=[float(r_lo), float(r_hi)],
             at_bound=float(refits[valid, 2].mean()) if valid.any() else None,
         )
+        result["bootstrap"]["ci"] = {"lambda": lambda_family, "r": r_family}
         at_end = float(np.mean(refits[valid, 0] >= grid[-1] - 1e-9 * max(1.0, abs(grid[-1])))) if valid.any() else 0.0
-        if at_end > (1 - confidence) / 2:  # the upper percentile is the grid's end: the data do not bound λ* there
+        grid_end = grid[-1] - 1e-9 * max(1.0, abs(grid[-1]))
+        if at_end > (1 - confidence) / 2 or lam_hi >= grid_end:  # the upper end is the grid's: λ* is not bounded there
             result["ci_lambda"] = [float(lam_lo), None]
             result["ci_lambda_open"] = (
                 f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there; "
@@ -192,6 +362,20 @@ def calibrate(
     result.update(_cross_validate(terms, ratings, grid, folds, seed))
     result["notes"] = notes + result.pop("cv_notes")
     return result
+
+
+def _jackknife_refits(fit: _Fit, fga_grid: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, chunk: int = 256):
+    """(λ*, r*) with each dialogue left out in turn (D × 2): its curve on the grid, refined as the estimate's."""
+    d = n.size
+    out = np.empty((d, 2))
+    for start in range(0, d, chunk):
+        rows = np.arange(start, min(d, start + chunk))
+        weights = np.ones((rows.size, d))
+        weights[np.arange(rows.size), rows] = 0.0
+        curves = weighted_pearson(fga_grid, n, sy, syy, weights)
+        for i, row in enumerate(rows):
+            out[row] = fit.refine(curves[i], weights[i])[:2]
+    return out
 
 
 def _finite(value) -> float | None:

@@ -78,6 +78,17 @@ def power_curve(
     return [{"n": n, "power": williams_power(r_a, r_b, r_ab, n, alpha)} for n in sizes]
 
 
+def harmonic_count(counts) -> float:
+    """The harmonic mean of ratings per dialogue (a mapping or sequence of counts; 1 when empty): the k at
+    which Spearman-Brown gives the average reliability of dialogues rated k_d times each (issue 26).
+
+    >>> round(harmonic_count({"x": 1, "y": 5}), 3)   # not the arithmetic 3
+    1.667
+    """
+    values = list(counts.values()) if hasattr(counts, "values") else list(counts)
+    return len(values) / sum(1 / c for c in values) if values else 1.0
+
+
 def spearman_brown(single: float, k: float) -> float:
     """Reliability of the mean of k ratings from the reliability of one."""
     return k * single / (1 + (k - 1) * single)
@@ -109,19 +120,34 @@ def budget_plan(
     return {"judgements": budget, "icc_single": icc_single, "k_pilot": k_pilot, "options": options, "best": best}
 
 
-def plan(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8) -> dict:
-    """The ``python -m metrics plan --json`` contract (without a pilot or budget)."""
+def plan(
+    r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8, *, comparisons: int = 1, adjust: str = "holm"
+) -> dict:
+    """The ``python -m metrics plan --json`` contract (without a pilot or budget).  One comparison of a
+    declared family of ``comparisons`` is planned at ``alpha / comparisons`` (Bonferroni; under Holm
+    the power is at least this, since Holm rejects whatever Bonferroni does), unless ``adjust`` is
+    ``none``."""
     check(r_a, r_b, r_ab)
-    needed = dialogues_needed(r_a, r_b, r_ab, alpha, power)
+    if comparisons < 1:
+        raise ValueError(f"--comparisons must be at least 1, got {comparisons}")
+    test_alpha = alpha if adjust == "none" else alpha / comparisons
+    needed = dialogues_needed(r_a, r_b, r_ab, test_alpha, power)
     notes = [] if needed is not None else ["r_a = r_b, or the difference needs more than a million dialogues"]
     return {
         "r_a": r_a,
         "r_b": r_b,
         "r_ab": r_ab,
         "alpha": alpha,
+        "comparisons": comparisons,
+        "adjust": adjust,
+        "test_alpha": test_alpha,
+        "family": (
+            f"{comparisons} comparison(s), {adjust}: one is planned at alpha {test_alpha:.4g}"
+            + (" (Bonferroni; Holm's power is at least this)" if adjust == "holm" and comparisons > 1 else "")
+        ),
         "power": power,
         "n_dialogues": needed,
-        "power_curve": power_curve(r_a, r_b, r_ab, alpha),
+        "power_curve": power_curve(r_a, r_b, r_ab, test_alpha),
         "method": "two-sided Williams test; power from the non-central t with n - 3 df (Steiger 1980)",
         "notes": notes,
     }

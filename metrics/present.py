@@ -66,30 +66,61 @@ class Table:
         return "\n".join(lines)
 
 
+AGREEMENT_COLUMNS = (
+    "question",
+    "items",
+    "annotators",
+    "votes",
+    "level of measurement",
+    "coefficient",
+    "estimate",
+    "95% CI (Fisher z, jackknife SE over items, t)",  # agreement.CI_WORDS of the default family
+)
+
+
 def agreement_table(agreement: dict) -> Table:
-    """Per question: counts, and each coefficient with its 95% bootstrap CI."""
+    """One row per question and coefficient (issue 27, item 5): the counts it rests on, the estimate and
+    its 95% CI over items.  Long, not wide: the table keeps its 8 columns whatever the number of
+    questions and coefficients, so it fits the page (the wide layout, a column pair per coefficient, was
+    cut at Fleiss' kappa at 1400x900) and its CSV is tidy.
+
+    >>> report = {"n_items": 10, "n_annotators": 3, "n_votes": 30, "level": "nominal", "notes": [],
+    ...     "percent_agreement": 0.6, "krippendorff_alpha": 0.2271, "fleiss_kappa": 0.2, "gwet_ac1": None,
+    ...     "ci": {"krippendorff_alpha": [-0.2919, 0.6421]}}
+    >>> table = agreement_table({"questions": {"satisfied": report}, "signature": "s"})
+    >>> table.rows[1]
+    ['satisfied', 10, 3, 30, 'nominal', "Krippendorff's alpha", '0.227', '[-0.292, 0.642]']
+    >>> [row[5:] for row in table.rows if row[5] == "Gwet's AC1"]
+    [["Gwet's AC1", '—', '—']]
+    """
     weighted = any("gwet_ac2" in report for report in agreement["questions"].values())
     coefficients = [*COEFFICIENTS, *((("gwet_ac2", "Gwet's AC2"),) if weighted else ())]
-    columns = ["question", "items", "annotators", "votes", "level"]
-    for _, label in coefficients:
-        columns += [label, f"{label} 95% CI (bootstrap over items)"]
     rows, notes = [], []
     for question, report in agreement["questions"].items():
-        row = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
-        for key, _ in coefficients:
-            row += [number(report.get(key)), interval(report["ci"].get(key))]
-        rows.append(row)
+        counts = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
+        for key, label in coefficients:
+            rows.append([*counts, label, number(report.get(key)), interval(report["ci"].get(key))])
         notes += [f"{question}: {note}" for note in report["notes"]]
     first = next(iter(agreement["questions"].values()), None)
     if first and "labels" in first:
         notes.append("What each coefficient used: " + "; ".join(f"{k}: {v}" for k, v in first["labels"].items()))
     notes += list(agreement.get("notes", []))
-    return Table("Agreement", tuple(columns), rows, [*notes, f"signature: {agreement['signature']}"])
+    return Table("Agreement", AGREEMENT_COLUMNS, rows, [*notes, f"signature: {agreement['signature']}"])
 
 
 def annotator_table(agreement: dict) -> Table:
-    """Each annotator against the majority of the others (and on gold items), per question."""
-    rows = [
+    """Each annotator against the majority of the others (and on gold items, when the study has any: the
+    two gold columns are left out otherwise, so the table fits the page), per question.
+
+    >>> row = {"annotator": "a", "n_votes": 10, "n_compared": 9, "agree_with_others": 0.8, "kappa_with_others": 0.55,
+    ...     "gold_accuracy": None, "n_gold": 0}
+    >>> table = annotator_table({"questions": {"q": {"annotators": [row]}}})
+    >>> table.columns[-1], table.rows
+    ("Cohen's κ with the others", [['q', 'a', 10, 9, '0.800', '0.550']])
+    """
+    rows = [(question, row) for question, report in agreement["questions"].items() for row in report["annotators"]]
+    gold = any(row.get("n_gold") for _, row in rows)
+    body = [
         [
             question,
             row["annotator"],
@@ -97,23 +128,20 @@ def annotator_table(agreement: dict) -> Table:
             row["n_compared"],
             number(row["agree_with_others"]),
             number(row["kappa_with_others"]),
-            number(row["gold_accuracy"]),
-            row["n_gold"],
+            *([number(row["gold_accuracy"]), row["n_gold"]] if gold else []),
         ]
-        for question, report in agreement["questions"].items()
-        for row in report["annotators"]
+        for question, row in rows
     ]
     columns = (
         "question",
         "annotator",
         "votes",
-        "compared",
-        "agrees with the others",
-        "κ with the others",
-        "gold accuracy",
-        "gold items",
+        "votes compared",
+        "share agreeing with the others",
+        "Cohen's κ with the others",
+        *(("gold accuracy", "gold items") if gold else ()),
     )
-    return Table("Per annotator", columns, rows)
+    return Table("Per annotator", columns, body)
 
 
 def cohen_table(agreement: dict) -> Table:
@@ -122,7 +150,8 @@ def cohen_table(agreement: dict) -> Table:
         for question, report in agreement["questions"].items()
         for pair in report["cohen_kappa_pairwise"]
     ]
-    return Table("Pairwise Cohen's kappa", ("question", "a", "b", "n", "kappa", "note"), rows)
+    columns = ("question", "annotator A", "annotator B", "items both judged", "Cohen's κ", "note")
+    return Table("Pairwise Cohen's kappa", columns, rows)
 
 
 def coco_table(rows: list[dict]) -> Table:
@@ -160,6 +189,44 @@ def majority_summary(majority: dict, tie: str) -> Table:
     return Table("Majority labels", ("question", "items per majority label", "ties"), rows, [f"Tie policy: {tie}."])
 
 
+def majority_item_table(rows: list[dict], question: str) -> Table:
+    """One question's items (``majority[question]["rows"]``): their votes, majority label, tie, the mean
+    vote (for a 0/1 question the share of 1 votes) and the median, to 3 decimals, and the votes each
+    answer got; the columns in words (issue 27, item 5).
+
+    >>> table = majority_item_table([{"item": "d1", "condition": "", "question": "q", "n_votes": 3, "majority": "1",
+    ...     "tie": False, "soft": 2 / 3, "median": 1.0, "n_0": 1, "n_1": 2}], "q")
+    >>> table.columns[-2:], table.rows
+    (('votes for 0', 'votes for 1'), [['d1', 3, '1', 'no', '0.667', '1.000', 1, 2]])
+    """
+    answers = list(dict.fromkeys(k[2:] for row in rows for k in row if k.startswith("n_") and k != "n_votes"))
+    conditions = any(row.get("condition") for row in rows)
+    columns = [
+        "item",
+        *(["condition"] if conditions else []),
+        "votes",
+        "majority label",
+        "tie",
+        "mean vote (share of 1 for a 0/1 question)",
+        "median vote",
+        *(f"votes for {answer}" for answer in answers),
+    ]
+    body = [
+        [
+            row["item"],
+            *([row.get("condition") or ""] if conditions else []),
+            row["n_votes"],
+            "no majority" if row["majority"] is None else str(row["majority"]),
+            "yes" if row.get("tie") else "no",
+            number(row.get("soft")),
+            number(row.get("median")),
+            *(row.get(f"n_{answer}", 0) for answer in answers),
+        ]
+        for row in rows
+    ]
+    return Table(f"Items of {question}", tuple(columns), body)
+
+
 def ceiling_text(ceiling: dict) -> str:
     """The human ceiling in one line: r_max with its CI and reliability (of the mean rating, ICC(1,k) with k
     the harmonic mean count; in pairs mode of a single vote, ICC(1,1)), and annotator vs the rest."""
@@ -170,7 +237,7 @@ def ceiling_text(ceiling: dict) -> str:
     return (
         f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of {of} "
         f"{number(ceiling['reliability'])}, ICC(1,{'1' if of == 'a single vote' else 'k'})); each annotator vs the mean "
-        f"of the others: {rest}."
+        f"of the others: {rest}." + (f" {ceiling['ci_note']}." if ceiling.get("ci_note") else "")
     )
 
 
@@ -194,7 +261,15 @@ def correlation_table(correlation: dict, condition: str | None = None) -> Table:
         *(note for note in correlation["notes"] if not note.startswith(NOT_COMPARED)),  # those: under the differences
         f"signature: {correlation['signature']}",
     ]
-    columns = ("metric", "Pearson r", fisher_header(correlation), "p", bootstrap_header(correlation), "Spearman", "Kendall")
+    columns = (
+        "metric",
+        "Pearson r",
+        fisher_header(correlation),
+        "p (Pearson r = 0)",
+        bootstrap_header(correlation),
+        "Spearman ρ",
+        "Kendall τ",
+    )
     return Table("Metrics against human ratings", columns, rows, notes)
 
 
@@ -229,6 +304,9 @@ def fisher_header(correlation: dict) -> str:
     """The Fisher-z interval's header: n = dialogues in every rating mode; in pairs mode with a bootstrap its
     standard error comes from the bootstrap over dialogues (each row's ``ci_method``)."""
     methods = {r.get("ci_method", "") for r in correlation["metrics"] if r.get("pearson_ci")}
+    if methods and {m.split(":")[0] for m in methods} == {"jackknife_t"}:  # the default since issue 26 (1)
+        unit = "dialogues and annotators" if any("annotators)" in m for m in methods) else "dialogues"
+        return f"95% CI (jackknife over {unit}, Fisher z, t)"
     resampled = {m.startswith("fisher z, bootstrap SE") for m in methods}
     if resampled == {True}:
         return "95% CI (Fisher z, SE by bootstrap over dialogues)"
@@ -238,8 +316,8 @@ def fisher_header(correlation: dict) -> str:
 
 
 def adjusted_key(entry: dict) -> str | None:
-    """The adjusted p-value's key of a Williams entry (``p_holm`` or ``p_bh``), None when not adjusted."""
-    return next((k for k in ("p_holm", "p_bh") if k in entry), None)
+    """The adjusted p-value's key of a Williams entry (``p_holm``, ``p_bonferroni`` or ``p_bh``), None when not adjusted."""
+    return next((k for k in ADJUSTED_KEYS if k in entry), None)
 
 
 def williams_table(correlation: dict) -> Table:
@@ -262,16 +340,38 @@ def williams_table(correlation: dict) -> Table:
             ]
         )
     key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
-    label = {"p_holm": "p (Holm)", "p_bh": "p (BH)"}.get(key, "p adjusted")
+    label = {"p_holm": "p (Holm)", "p_bonferroni": "p (Bonferroni)", "p_bh": "p (BH)"}.get(key, "p adjusted")
+    family = correlation.get("comparisons") or {}
+    level = family.get("interval_confidence", 0.95)
+    planned = family.get("planning_alpha", 0.05)
     notes = [
-        "Difference r_A − r_B of each metric's correlation with the human rating; 95% interval by Zou (2007) "
-        "for overlapping dependent correlations; Williams' t-test (df = n − 3); n = dialogues. 'n for 80% power': "
-        "dialogues a study needs to detect the observed difference with Williams' test at α = 0.05 "
+        f"Family: {family['text']}." if family else None,
+        f"Difference r_A − r_B of each metric's correlation with the human rating; {100 * level:.3g}% interval by Zou's "
+        "(2007) method for overlapping dependent correlations, built from each r's jackknife-t interval over dialogues; "
+        "p: that interval's own test (the level at which it touches 0), so the interval and the adjusted p agree; "
+        "Williams' t (normal theory, df = n − 3) beside it for reference; n = dialogues. 'n for 80% power': dialogues a "
+        f"study needs to detect the observed difference with Williams' test at the family's level α = {planned:.3g} "
         "(python -m metrics plan).",
+        *(f"{w['a']} vs {w['b']}: {w['note']}" for w in correlation["williams"] if w.get("note")),
         *(note for note in correlation.get("notes", []) if note.startswith(NOT_COMPARED)),
     ]
-    columns = ("metric A", "metric B", "n", "r_A − r_B", "95% CI (Zou, n = dialogues)", "t", "p", label, "n for 80% power")
-    return Table("Differences between metrics", columns, rows, notes)
+    header = f"{100 * level:.3g}% {_interval_adjustment(family)}CI (Zou, jackknife over dialogues)"
+    columns = ("metric A", "metric B", "n", "r_A − r_B", header, "Williams t", "p", label, "n for 80% power")
+    title = f"Differences from {family['reference']}" if family.get("family") == "reference" else "Differences between metrics"
+    return Table(title, columns, rows, [n for n in notes if n])
+
+
+ADJUSTED_KEYS = ("p_holm", "p_bonferroni", "p_bh")
+
+
+def _interval_adjustment(family: dict) -> str:
+    """How the differences' intervals were adjusted, one word before "CI" in their header (the family note
+    names the method in full: Bonferroni for Holm and Bonferroni): short, so the table fits the page (issue 27)."""
+    return {
+        "holm": "simultaneous ",
+        "bonferroni": "simultaneous ",
+        "bh": "FCR-adjusted ",
+    }.get(family.get("adjust", "none"), "")
 
 
 def system_table(system: dict) -> Table:
@@ -361,7 +461,7 @@ def design_table(design: dict) -> Table:
     if "note" in design:
         return Table("Design: adaptive", (), [], [*notes, design["note"]])
     rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
-    key = next((k for k in ("p_holm", "p_bh") if any(k in d for d in design["differences"])), None)
+    key = next((k for k in ADJUSTED_KEYS if any(k in d for d in design["differences"])), None)
     # The row that answers the study's question leads, named so (the design was chosen for it).
     question = allocation.get("question", "fga_vs_jga")
     fga = FGA.key(f"{float(allocation.get('lambda', 0.5)):g}")
@@ -396,7 +496,14 @@ def design_table(design: dict) -> Table:
     rows = first + rows
     notes.append(f"{design['n_judged']} dialogues judged, effective n {design['n_effective']}; {design['method']}")
     notes += design.get("notes", [])  # metrics the design's estimates leave out, and why
-    return Table("Design: adaptive (estimates for the pool)", ("estimate", "value", "95% CI", "p", "p adjusted"), rows, notes)
+    family = design.get("comparisons") or {}
+    if family:
+        notes.append(f"Differences: {family['text']}; r and λ*: 95%, percentile bootstrap over the judged dialogues.")
+    level = f"{100 * family.get('interval_confidence', 0.95):.3g}%"
+    for row in rows:  # r and λ*: 95%; a difference: at its family's level
+        row.insert(3, level if " - r " in row[0] else "95%")
+    columns = ("estimate", "value", "CI (bootstrap over dialogues)", "level", "p", "p adjusted")
+    return Table("Design: adaptive (estimates for the pool)", columns, rows, notes)
 
 
 def analysis_tables(analysis: dict, tie: str) -> list[Table]:
@@ -407,6 +514,8 @@ def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     if "coco" in analysis:
         tables.append(coco_table(analysis["coco"]))
     tables.append(majority_summary(analysis["majority"], tie))
+    if analysis.get("model_labels"):  # Dawid-Skene beside the majority (metrics.crowd)
+        tables += model_label_table(analysis["model_labels"])
     if "correlation" in analysis:
         tables.append(correlation_table(analysis["correlation"], analysis.get("condition")))
         tables.append(williams_table(analysis["correlation"]))
@@ -417,3 +526,68 @@ def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     if "calibration" in analysis:
         tables.append(calibration_table(analysis["calibration"]))
     return tables
+
+
+def model_label_table(model_labels: dict) -> list[Table]:
+    """Dawid-Skene beside the majority (``analysis["model_labels"]``, ``metrics.crowd``), two narrow
+    tables: the items where the posterior label and the majority differ (majority ties included), and
+    each annotator's estimated competence and spammer score, lowest competence first.
+
+    >>> tables = model_label_table({"q": {"fitted": True, "chance": 0.5, "threshold": 0.1, "n_items": 2, "n_disagree": 1,
+    ...     "n_majority_ties": 0, "disagreements": [{"item": "d1", "condition": "", "n_votes": 3, "label": "1",
+    ...     "probability": 0.91, "majority": "0"}], "annotators": [{"annotator": "a", "n_items": 20, "competence": 0.52,
+    ...     "spammer_score": 0.01, "spammer": True}], "notes": [], "method": "Dawid-Skene"}})
+    >>> tables[0].rows
+    [['q', 'd1', '0', '1', '0.910', 3]]
+    >>> tables[1].rows[0][-1]
+    'yes'
+    """
+    disagree, skills, notes = [], [], []
+    for question, found in model_labels.items():
+        if not found.get("fitted"):
+            notes += [f"{question}: {note}" for note in found.get("notes", [])]
+            continue
+        for row in found["disagreements"]:
+            item = row["item"] + (f" ({row['condition']})" if row.get("condition") else "")
+            majority = "tie" if row["majority"] is None else str(row["majority"])
+            label = "tie" if row["label"] is None else str(row["label"])
+            disagree.append([question, item, majority, label, number(row["probability"]), row["n_votes"]])
+        ordered = sorted(found["annotators"], key=lambda a: (a["competence"] is None, a["competence"] or 0.0))
+        for a in ordered:
+            flag = {True: "yes", False: "no", None: "too few items"}[a["spammer"]]
+            competence = number(a["competence"]) + (f" {interval(a['competence_ci'])}" if a.get("competence_ci") else "")
+            skills.append([question, a["annotator"], a["n_items"], competence, number(a["spammer_score"]), flag])
+        notes.append(
+            f"{question}: {found['n_disagree']} of {found['n_items']} items labelled differently from the majority, "
+            f"{found['n_majority_ties']} majority ties settled; chance competence {number(found['chance'])}"
+        )
+        notes += [f"{question}: {note}" for note in found.get("notes", [])]
+    method = (
+        "Dawid & Skene (1979) through crowd-kit: posterior label = the most probable class; competence = P(correct), "
+        "the confusion matrix's diagonal weighted by the class priors; spammer score (Raykar & Yu 2012) 0 = answers "
+        "independent of the truth, 1 = perfect; flagged at or below "
+        + ", ".join(sorted({f"{m['threshold']:g}" for m in model_labels.values() if m.get("fitted")}) or ["—"])
+        + ". Intervals: percentile bootstrap over items, EM refitted on each resample; the posterior probability is the "
+        "model's own."
+    )
+    return [
+        Table(
+            "Model labels where they differ from the majority",
+            ("question", "item", "majority", "Dawid-Skene label", "posterior probability", "votes"),
+            disagree,
+            [*notes, method] if disagree or notes else [method],
+        ),
+        Table(
+            "Annotator competence (Dawid-Skene)",
+            (
+                "question",
+                "annotator",
+                "items",
+                "competence P(correct) [95% CI, bootstrap over items]",
+                "spammer score",
+                "spammer",
+            ),
+            skills,
+            [method],
+        ),
+    ]

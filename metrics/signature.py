@@ -41,7 +41,8 @@ KEYS = (
     ("resample_unit", "resample"),  # the unit of resampling: dialogues, dialogues+annotators
     ("interval", "ci"),  # the interval method(s) and level
     ("difference", "diff"),  # the interval for a difference of correlations
-    ("adjust", "adjust"),  # the p-value adjustment over metric pairs
+    ("adjust", "adjust"),  # the p-value adjustment over the declared comparisons
+    ("family", "family"),  # the declared comparisons: reference(jga,fga_0.5) or all (metrics.comparisons)
     ("fit", "fit"),  # how λ* is fitted
     ("weights", "weights"),  # agreement weights for Cohen's κ and Gwet's AC2
 )
@@ -74,6 +75,7 @@ class Signature:
     interval: str | None = None
     difference: str | None = None
     adjust: str | None = None
+    family: str | None = None
     fit: str | None = None
     weights: str | None = None
 

@@ -25,6 +25,8 @@ def fixtures() -> Path:
 
 
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
+os.environ.setdefault("DST_JUDGE_BACKGROUND_ANALYSIS", "0")  # no analysis a test did not ask for (annotate.analysis_jobs)
+os.environ.setdefault("DST_JUDGE_ANALYSIS_WAIT", "600")  # pages wait for their analysis (AppTest runs no timers)
 
 from tests.databases import db_url, engine  # noqa: E402,F401  (fixtures for every test module)
 

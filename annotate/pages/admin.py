@@ -14,6 +14,7 @@ from annotate.pages.context import app_engine, guard, public_base_url, require_a
 from annotate.pages.tables import show_table
 from annotate.reports import allocation_line
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
+from metrics.present import interval
 
 
 def _study_picker(label: str = "Study", key: str = "admin-study"):
@@ -425,6 +426,7 @@ def progress_page() -> None:
             }
 
         show_table([row(n, c) for n, c in report.annotators.items()], "progress per annotator")
+        _competence_section(engine, user, study)
     else:
         st.text("Nobody has voted yet.")
     if report.workers:
@@ -448,6 +450,59 @@ def progress_page() -> None:
     votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)
     votes_download_button(engine, user, study, "Every vote event (CSV)", history=True, key="events", container=right)
     export_section(study, user)
+
+
+def _competence_section(engine, user, study) -> None:
+    """Dawid-Skene's estimate of each annotator (``metrics.crowd``, over every vote): competence, the
+    spammer score and its flag (near chance), and the button that leaves an annotator out of the
+    study's analysis, or takes them back in (recorded; the analysis and the report say so)."""
+    from metrics.crowd import MIN_ANNOTATOR_ITEMS, SPAMMER_SCORE
+
+    quality = guard(lambda: service.annotator_quality(engine, user, study.id))
+    if not quality:
+        return
+    st.subheader("Annotator competence (Dawid-Skene)")
+    st.caption(
+        "Dawid & Skene (1979) through crowd-kit, on every vote: competence is the probability of answering "
+        "correctly (on the question where it is lowest), with its 95% percentile bootstrap interval over items; "
+        "the spammer score (Raykar & Yu 2012) is 0 when the "
+        f"answers do not depend on the item, 1 for a perfect annotator. 'near chance': a score ≤ {SPAMMER_SCORE:g} "
+        f"over at least {MIN_ANNOTATOR_ITEMS} items. Excluded annotators' votes stay in the store and the votes "
+        "downloads; the analysis, its exports and the report leave them out and say so."
+    )
+    flagged = [q.annotator for q in quality if q.near_chance and not q.excluded]
+    if flagged:
+        st.warning(f"Near chance (spammer score ≤ {SPAMMER_SCORE:g}): {', '.join(flagged)}", icon="⚠️")
+    show_table(
+        [
+            {
+                "annotator": q.annotator,
+                "question": q.question or "—",
+                "items": q.items,
+                "competence": None if q.competence is None else round(q.competence, 3),
+                "95% CI (items)": interval(q.competence_ci) if q.competence_ci else "—",
+                "spammer score": None if q.spammer_score is None else round(q.spammer_score, 3),
+                "near chance": {True: "yes", False: "no", None: "too few items"}[q.near_chance],
+                "excluded": "yes" if q.excluded else "no",
+            }
+            for q in quality
+        ],
+        "progress annotator competence",
+    )
+    names = [q.annotator for q in quality]  # lowest competence first: the flagged ones on top
+    left, middle, right = st.columns([2, 3, 2], vertical_alignment="bottom")
+    chosen = left.selectbox("Annotator", names, key=f"exclude-who-{study.id}")
+    excluded = next(q.excluded for q in quality if q.annotator == chosen)
+    reason = middle.text_input(
+        "Why", value="" if excluded else ("spammer" if chosen in flagged else ""), key=f"exclude-why-{study.id}-{chosen}"
+    )
+    if excluded:
+        if right.button("Include in the analysis again", key=f"include-{study.id}"):
+            if guard(lambda: service.include_annotator(engine, user, study.id, chosen, reason)):
+                st.rerun()
+    elif right.button("Exclude from the analysis", key=f"exclude-{study.id}"):
+        if guard(lambda: service.exclude_annotator(engine, user, study.id, chosen, reason)):
+            st.rerun()
 
 
 def _design_status(engine, user, study, design: dict) -> None:

@@ -8,6 +8,10 @@ without Streamlit's own export, with a spreadsheet-safe CSV download).
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+import altair as alt
 import pandas as pd
 import streamlit as st
 
@@ -17,9 +21,11 @@ from annotate.kinds import KINDS
 from annotate.pages import tables
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
-from exports.charts import metric_rating_chart, r_lambda_chart
+from exports.charts import agreement_chart, annotator_chart, annotator_rows, forest_chart, metric_rating_chart, r_lambda_chart
 from metrics import present
 from metrics.analysis import AnalysisSettings
+from metrics.comparisons import ADJUSTMENTS, FAMILIES
+from metrics.summary import Summary, summarise
 
 
 def _settings_form(engine, user, study) -> AnalysisSettings:
@@ -41,9 +47,11 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         seed = right.number_input("Seed", 0, 2**31 - 1, stored.seed, key=f"{key}-seed")
         grid_stop = left.number_input("λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
         grid_num = middle.number_input("λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
-        adjustments = ("holm", "bh", "none")
         adjust = right.selectbox(
-            "p-value adjustment (metric pairs)", adjustments, index=adjustments.index(stored.adjust), key=f"{key}-adjust"
+            "Adjustment over the comparisons (p and intervals)",
+            ADJUSTMENTS,
+            index=ADJUSTMENTS.index(stored.adjust),
+            key=f"{key}-adjust",
         )
         schemes = ("none", "linear", "quadratic")
         weights = left.selectbox(
@@ -51,18 +59,30 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         )
         units = ("dialogues", "dialogues+annotators")
         resample = middle.selectbox("Bootstrap over", units, index=units.index(stored.resample), key=f"{key}-resample")
-        chosen = AnalysisSettings(
-            level,
-            tie,
-            rating,
-            stored.lambdas,
-            (stored.grid[0], float(grid_stop), int(grid_num)),
-            int(resamples),
-            int(folds),
-            int(seed),
-            adjust,
-            weights,
-            resample,
+        family = right.selectbox(
+            "Metric comparisons",
+            FAMILIES,
+            index=FAMILIES.index(stored.family),
+            format_func=lambda kind: (
+                f"each against {stored.reference.upper()} (FGA at λ {stored.fga_lambda:g})"
+                if kind == "reference"
+                else "all pairs"
+            ),
+            key=f"{key}-family",
+        )
+        chosen = replace(
+            stored,
+            level=level,
+            tie=tie,
+            rating=rating,
+            grid=(stored.grid[0], float(grid_stop), int(grid_num)),
+            resamples=int(resamples),
+            folds=int(folds),
+            seed=int(seed),
+            adjust=adjust,
+            weights=weights,
+            resample=resample,
+            family=family,
         )
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
@@ -73,39 +93,35 @@ def render() -> None:
     user = require_admin_page()
     engine = app_engine()
     st.title("Analysis")
-    study = _study_picker(key="analysis-study")
+    # The study and its counts on one row, the settings folded below: the answers start high enough
+    # for the summary and the forest plot to be on the first screen at 1400x900 (issue 27).
+    picker, left, middle, right = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
+    with picker:
+        study = _study_picker(key="analysis-study")
     if study is None:
         return
-    settings = _settings_form(engine, user, study)
     progress_report = service.study_progress(engine, user, study.id)
-    left, middle, right = st.columns(3)
     total = judgements_total(service.allocation_settings(engine, user, study.id), progress_report.judgements_needed)
     left.metric("Judgements", f"{progress_report.judgements_done} / {total}")  # against the budget, as on Progress
     middle.metric("Items complete", f"{progress_report.items_complete} / {progress_report.items}")
     right.metric("Vote events", progress_report.vote_events)
+    settings = _settings_form(engine, user, study)
     condition = None
     if KINDS[study.kind].dialogues is not None:  # metrics are analysed one system (condition) at a time
         systems = guard(lambda: service.study_conditions(engine, user, study.id)) or []
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
     # study_analysis keeps one result per study state and settings (shared with the exports and the
     # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
-    bar = st.progress(0.0, text="analysing")
-    result = guard(
-        lambda: service.study_analysis(
-            engine,
-            user,
-            study.id,
-            settings,
-            condition=condition,
-            progress=lambda fraction, text: bar.progress(fraction, text=text),
-        )
-    )
-    bar.empty()
+    result = _shown_result(engine, user, study, settings, condition)
     if result is None:
         return
     if not result.get("n_votes"):
         st.info("No votes yet.")
         return
+    summary = _answers(engine, user, study, result)
+    if result.get("calibration"):
+        _lambda_section(result["calibration"], summary.topic("lambda"))
+    st.divider()  # below: the tables, each with its CSV download
     design = result.get("design") or {"design": "uniform"}
     if design["design"] == "adaptive":
         show_table(present.design_table(design))
@@ -114,10 +130,123 @@ def render() -> None:
     _agreement_section(result["agreement"])
     if "coco" in result:
         show_table(present.coco_table(result["coco"]))
-    _majority_section(result["majority"], settings.tie, study, user)
+    _majority_section(result["majority"], settings.tie, study, user, result.get("model_labels"))
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
     _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"])
+
+
+def _wait_seconds() -> float:
+    """How long the page waits for an analysis before it shows a progress bar (and the analysis of
+    fewer votes, if there is one) instead: ``DST_JUDGE_ANALYSIS_WAIT``, 0.5 s by default."""
+    try:
+        return max(0.0, float(os.environ.get("DST_JUDGE_ANALYSIS_WAIT", "0.5")))
+    except ValueError:
+        return 0.5
+
+
+def _shown_result(engine, user, study, settings: AnalysisSettings, condition: str | None) -> dict | None:
+    """The analysis to lay out now (``service.analysis_look``: computed in the background, issue 27):
+    the current one; or, while it is computed, the newest one of fewer votes, said so, under a progress
+    bar that follows the computation and brings the current one in when it is done; or nothing yet."""
+    retry = st.session_state.pop(f"analysis-retry-{study.id}", False)
+    seen = guard(
+        lambda: service.analysis_look(engine, user, study.id, settings, condition=condition, retry=retry, wait=_wait_seconds())
+    )
+    if seen is None:
+        return None
+    if seen.error:
+        st.error(f"The analysis of these settings failed: {seen.error}")
+        st.button("Try again", key=f"analysis-retry-button-{study.id}", on_click=_ask_retry, args=(study.id,))
+    elif not seen.current:
+        _follow(engine, user, study.id, settings, condition)
+        if seen.result is not None:
+            st.info(
+                f"Shown: the analysis of {seen.votes} votes with these settings; the study as it is now is being "
+                "analysed and replaces it when done."
+            )
+    return seen.result
+
+
+def _ask_retry(study_id: int) -> None:
+    st.session_state[f"analysis-retry-{study_id}"] = True
+
+
+@st.fragment(run_every=1.0)
+def _follow(engine, user, study_id: int, settings: AnalysisSettings, condition: str | None) -> None:
+    """The background computation's progress, every second, until it is done: then the page again."""
+    seen = guard(lambda: service.analysis_look(engine, user, study_id, settings, condition=condition))
+    if seen is None or seen.current or seen.error:
+        st.rerun()
+    st.progress(min(max(seen.fraction, 0.0), 1.0), text=f"Analysing the study as it is now: {seen.text}")
+
+
+def _sized(chart):
+    """The chart at the size it was drawn for (``exports.charts``: plot area, labels, subtitle), as in the
+    report.  Streamlit otherwise sizes it to "fit": the whole chart squeezed into its width or height, so
+    a forest plot's interval column and subtitle left its plot area a few pixels wide (all metrics on
+    one x) and the agreement chart's rows fell on one line."""
+    return chart.properties(autosize=alt.AutoSizeParams(type="pad"))
+
+
+SIDE_TOPICS = ("lambda", "majority", "units")  # beside the λ curve; under the charts; in small print
+ANSWER_ROWS = 20  # px per metric in the forest plot, per coefficient in the agreement chart: both fit the first screen
+
+
+def _answers(engine, user, study, result: dict) -> Summary:
+    """The study's answers first (issue 27), on the first screen at 1400x900: the summary in words
+    (``metrics.summary``) beside its main picture, the forest plot of every metric against the ratings
+    (a study without metrics: the agreement chart); below them the agreement chart and each annotator's
+    agreement with the others, a bar to click for their votes.  The λ sentences go with the λ curve
+    (``_lambda_section``), the intervals' levels and units under the answers.  Returns the summary."""
+    summary = summarise(result)
+    st.subheader("Answers")
+    words, picture = st.columns([9, 11], gap="medium")
+    main = Summary(tuple(s for s in summary.sentences if s.topic not in SIDE_TOPICS))
+    words.container(key="answers-summary").markdown(main.markdown())  # escaped: names show as text
+    agreement = _sized(agreement_chart(result["agreement"], width=360))
+    n_questions = len(result["agreement"]["questions"])
+    agreement = agreement.properties(height=max(60, 3 * ANSWER_ROWS * n_questions)) if n_questions > 1 else agreement
+    if "correlation" in result:
+        forest = _sized(forest_chart(result["correlation"], width=300, row_height=ANSWER_ROWS))
+        picture.container(key="answers-forest").altair_chart(forest, width="content")
+        left, right = st.columns([9, 11], gap="medium")
+        right.container(key="answers-agreement").altair_chart(agreement, width="content")
+    else:
+        picture.container(key="answers-agreement").altair_chart(agreement, width="content")
+        left = st.columns([9, 11], gap="medium")[1]
+    majority = summary.topic("majority")
+    if majority:
+        st.markdown(Summary(tuple(majority)).markdown())
+    for sentence in summary.topic("units"):
+        st.caption(sentence.text)
+    questions = [q for q, report in result["agreement"]["questions"].items() if report.get("annotators")]
+    if not questions:
+        return summary
+    with left:
+        question = (
+            st.selectbox("Each annotator against the others: question", questions, key=f"answers-q-{study.id}")
+            if len(questions) > 1
+            else questions[0]
+        )
+        chart = _sized(annotator_chart(result["agreement"], question))
+        if annotator_rows(result["agreement"], question)[0].empty:  # a note in words: nothing to click
+            st.altair_chart(chart, width="content")
+            return summary
+        event = st.altair_chart(
+            chart,
+            on_select="rerun",
+            selection_mode="annotator",
+            key=f"answers-annotators-{study.id}-{question}",
+            width="content",
+        )
+    chosen = [point.get("annotator") for point in (event.selection.get("annotator") or []) if point.get("annotator")]
+    if chosen:
+        votes = guard(lambda: service.vote_table(engine, user, study.id)) or []
+        mine = [v for v in votes if v.get("annotator") == chosen[0] and v.get("question") == question]
+        st.text(f"{len(mine)} vote(s) of {chosen[0]} on {question}:")
+        tables.show_table(pd.DataFrame(mine), f"votes of {chosen[0]}")
+    return summary
 
 
 def _judges_section(study, user, seed: int, questions: list[str]) -> None:
@@ -157,16 +286,21 @@ def _agreement_section(agreement: dict) -> None:
             st.text(note)
 
 
-def _majority_section(majority: dict, tie: str, study=None, user=None) -> None:
+def _majority_section(majority: dict, tie: str, study=None, user=None, model_labels: dict | None = None) -> None:
     show_table(present.majority_summary(majority, tie))
     question = st.selectbox("Items of a question", list(majority), key="analysis-majority-question")
     rows = majority[question]["rows"]
     split_only = st.checkbox("Only split items (no majority, or at most 2/3 agreeing)", key="analysis-split")
     if split_only:
         rows = [r for r in rows if _split(r)]
-    tables.show_table(pd.DataFrame(rows), f"majority {question}")
+    items = present.majority_item_table(rows, question)
+    tables.show_table(pd.DataFrame(items.rows, columns=list(items.columns)), f"majority {question}")
     if study is not None and rows:
         _drill_down(study, user, question, rows)
+    if model_labels:
+        with st.expander("Dawid-Skene beside the majority: where they differ, and each annotator's competence"):
+            for table in present.model_label_table(model_labels):
+                show_table(table)
 
 
 def _split(row: dict) -> bool:
@@ -188,8 +322,7 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
             "Every vote event, oldest first; 'current' marks each annotator's latest answer (what the analysis "
             "counts), the others were superseded by a change."
         )
-        columns = ["current", *(c for c in (events[0] if events else {}) if c != "current")]  # "current" first: in view
-        tables.show_table(pd.DataFrame(events, columns=columns) if events else [], f"votes on {row['item']} {condition}")
+        tables.show_table(_event_frame(events), f"votes on {row['item']} {condition}")
         with st.form("adjudicate"):
             # No answer chosen at first: the adjudicator picks one (a pre-chosen 1 was recorded by a mere click).
             value = st.radio("Final label", ["1", "0"], index=None, horizontal=True, key="analysis-final")
@@ -204,6 +337,33 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
                     )
 
 
+EVENT_COLUMNS = {  # the drill-down's columns, in words; the item and its condition are the one chosen above
+    "current": "current",
+    "annotator": "annotator",
+    "question": "question",
+    "value": "answer",
+    "comment": "comment",
+    "created_at": "time (UTC)",
+    "seconds": "seconds spent",
+    "annotator_kind": "kind of annotator",
+    "platform": "platform",
+    "platform_id": "platform id",
+}
+CROWD_COLUMNS = ("annotator_kind", "platform", "platform_id")  # shown only when an event comes from the crowd
+
+
+def _event_frame(events: list[dict]) -> pd.DataFrame:
+    """One item's vote events, narrow enough for the page: "current" first (in view), the time to the
+    second, and the crowd columns only when a crowd worker voted."""
+    if not events:
+        return pd.DataFrame()
+    crowd = any(e.get("annotator_kind") not in (None, "", "account") or e.get("platform") for e in events)
+    keys = [k for k in EVENT_COLUMNS if crowd or k not in CROWD_COLUMNS]
+    frame = pd.DataFrame([{k: e.get(k) for k in keys} for e in events], columns=keys)
+    frame["created_at"] = frame["created_at"].astype(str).str.slice(0, 19).str.replace("T", " ")
+    return frame.rename(columns=EVENT_COLUMNS)
+
+
 def _correlation_section(result: dict) -> None:
     if "correlation" not in result:
         st.subheader("Metrics against human ratings")
@@ -214,8 +374,10 @@ def _correlation_section(result: dict) -> None:
     plan = present.planning_line(correlation)
     if plan:
         st.caption(plan)
-    with st.expander("Differences between metrics: r_A − r_B, Zou's interval, Williams' test, adjusted p"):
-        show_table(present.williams_table(correlation), subheader=False)
+    differences = present.williams_table(correlation)
+    adjusted = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "BH"}.get(correlation.get("comparisons", {}).get("adjust"))
+    with st.expander(f"{differences.title}: r_A − r_B, Zou's interval, Williams' test" + (f", {adjusted}" if adjusted else "")):
+        show_table(differences, subheader=False)
     if "system_level" in result:
         with st.expander(f"System level: {result['system_level']['n_systems']} systems as the unit"):
             show_table(present.system_table(result["system_level"]), subheader=False)
@@ -223,14 +385,21 @@ def _correlation_section(result: dict) -> None:
         "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
     )
     st.altair_chart(metric_rating_chart(correlation, metric))
-    calibration = result.get("calibration")
-    if calibration:
-        table = present.calibration_table(calibration)
-        st.subheader(table.title)
-        left, middle, right = st.columns(3)
-        number, interval = present.number, present.interval
-        left.metric("best λ", number(calibration["best_lambda"]), help=f"95% CI {interval(calibration['ci_lambda'])}")
-        middle.metric("r at best λ", number(calibration["r_best"]), help=f"95% CI {interval(calibration['ci_r'])}")
-        right.metric("cross-validated r", present.number(calibration["cv_r"]))
-        st.altair_chart(r_lambda_chart(calibration))
-        show_table(table, subheader=False)
+    if result.get("calibration"):
+        show_table(present.calibration_table(result["calibration"]))
+
+
+def _lambda_section(calibration: dict, sentences: list) -> None:
+    """λ right after the answers (issue 27, item 4): the summary's λ sentences, λ*, r there and the
+    cross-validated r, each with its interval, beside the r(λ) curve; its table comes with the others below."""
+    st.subheader("Which λ makes FGA agree most with people")
+    if sentences:
+        st.markdown(Summary(tuple(sentences)).markdown())
+    numbers, chart = st.columns([1, 3])
+    number, interval = present.number, present.interval
+    numbers.metric("best λ", number(calibration["best_lambda"]), help=f"95% CI {interval(calibration['ci_lambda'])}")
+    numbers.caption(f"95% CI {interval(calibration['ci_lambda'])}")
+    numbers.metric("r at best λ", number(calibration["r_best"]), help=f"95% CI {interval(calibration['ci_r'])}")
+    numbers.caption(f"95% CI {interval(calibration['ci_r'])}")
+    numbers.metric("cross-validated r", number(calibration["cv_r"]), help=f"{len(calibration['cv_folds'])} folds")
+    chart.altair_chart(_sized(r_lambda_chart(calibration)), width="content")

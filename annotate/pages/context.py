@@ -41,6 +41,7 @@ def app_engine():
     engine = get_engine(url)
     servers.register(url)  # SQLite only: lets every page see how many servers share the file
     service.ensure_demo(engine)
+    service.start_background_analysis(engine)  # analyses computed as votes arrive (issue 27)
     # What is loaded by now (Streamlit, SQLAlchemy, pandas, Altair: some hundred thousand objects) lives as
     # long as the server: kept out of the collector's full passes, which otherwise walk it all again and
     # hold an answer's next item back (issue 25; Streamlit's own pass after every run is off in

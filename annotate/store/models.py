@@ -236,3 +236,20 @@ class ItemAudio(Base):
     file_name: Mapped[str] = mapped_column(String(300))
     mime: Mapped[str] = mapped_column(String(40))
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class AnalysisExclusion(Base):
+    """An admin left an annotator out of a study's analysis (``excluded`` True) or took them back in
+    (False): append-only, the current state of (study, annotator) is its latest event.  The votes stay
+    in the store; the analysis, its exports and the report leave them out and say so."""
+
+    __tablename__ = "analysis_exclusions"
+    __table_args__ = (Index("ix_analysis_exclusions_study_annotator", "study_id", "annotator_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    excluded: Mapped[bool] = mapped_column(Boolean)
+    by: Mapped[str] = mapped_column(String(100))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

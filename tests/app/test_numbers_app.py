@@ -53,7 +53,8 @@ def test_progress_and_analysis_agree_on_an_adaptive_study_with_a_budget(app_db, 
     design = next(d.value for d in analysis.dataframe if "estimate" in d.value.columns)
     row = design[design["estimate"].str.startswith("question:")].iloc[0]
     assert row["estimate"] == "question: r fga_0.5 - r jga"
-    value, interval = row["value"], row["95% CI"]
+    value, interval = row["value"], row["CI (bootstrap over dialogues)"]
+    assert row["level"] == "99.2%"  # the reference family: 6 metrics against jga, Bonferroni (issue 26)
     assert len(value.rsplit(".", 1)[1]) == 3 and interval.count(".") == 2  # 3 decimals
 
     progress = _as_admin(

@@ -39,15 +39,15 @@ def test_analysis_page_twice_with_the_same_settings(app_db):
 
 
 def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_db, monkeypatch):
-    import annotate.study_data as analysis_module
+    import annotate.reports as analysis_module  # reports._analyse: the computation the cache keeps
 
     engine = get_engine(app_db)
     start()
     admin, token = log_in(engine, "admin", "demo-admin-pw")
     _vote_everything(engine, "satisfaction", lambda n, item: {"satisfied": "1" if n == 3 or len(item.key) % 2 else "0"})
     calls = []
-    original = analysis_module.analyse
-    monkeypatch.setattr(analysis_module, "analyse", lambda *a, **k: calls.append(a[2]) or original(*a, **k))
+    original = analysis_module._analyse
+    monkeypatch.setattr(analysis_module, "_analyse", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
     assert not analysis_as(token).exception
     study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
     outputs = {

@@ -155,7 +155,9 @@ def test_the_drill_down_marks_the_current_vote_and_the_final_label_starts_empty(
     with page.expect_download() as info:
         drill.get_by_role("button", name="Download as CSV").click()
     rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8"))))
-    human_like = [(r["annotator"], r["value"], r["current"]) for r in rows if r["question"] == "human_like"]
+    human_like = [
+        (r["annotator"], r["answer"], r["current"]) for r in rows if r["question"] == "human_like"
+    ]  # "answer": issue 27
     assert human_like == [("ann1", "1", "False"), ("ann1", "0", "True"), ("ann2", "1", "True")]
     assert list(rows[0])[0] == "current"  # the first column: in view without scrolling the table
     drill.scroll_into_view_if_needed()

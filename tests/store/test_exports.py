@@ -380,9 +380,11 @@ def test_html_report_in_chromium(store, tmp_path):
         page.goto(report.as_uri())
         assert page.locator("h1").inner_text() == f"DST Judge report: {HOSTILE}"
         headings = page.locator("h2").all_inner_texts()
-        assert headings[:4] == ["Settings", "Progress", "Design", "Agreement"] and "λ calibration for FGA" in headings
+        # the answers first (issue 27): the summary with the forest plot and the agreement chart, then the tables
+        assert headings[:5] == ["Summary", "Settings", "Progress", "Design", "Agreement"] and "λ calibration for FGA" in headings
         image = page.locator("img")
-        assert image.count() == 1 and page.evaluate("document.images[0].naturalWidth") > 500
+        assert image.count() == 3 and all(page.evaluate(f"document.images[{i}].naturalWidth") > 500 for i in range(3))
+        assert "forest" in (image.first.get_attribute("alt") or "") or "correlation" in (image.first.get_attribute("alt") or "")
         assert page.locator("table").nth(2).locator("td").first.inner_text() == "satisfied"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "report-html.png"), full_page=True)

@@ -189,9 +189,10 @@ def test_the_cli_signatures_come_from_the_type(tmp_path, fixtures):
         resamples=5,
         seed=2,
         resample_unit="dialogues",
-        interval="fisher95+percentile95+bca95",
-        difference="zou2007",
+        interval="jackknife_t95+percentile95+bca95",
+        difference="zou2007-jackknife_t",
         adjust="holm",
+        family="reference(jga,fga_0.5)",  # the declared comparisons (issue 26)
     )
     assert correlate["signature"] == str(expected)
     text = run("calibrate", *common, "--grid", "0:2:5", "--folds", "2", str(corpus_path)).stdout

@@ -53,7 +53,9 @@ def test_pairs_mode_counts_dialogues_not_votes():
     row = report["metrics"][0]
     assert row["n"] == 40 and row["n_votes"] == 440
     z, half = math.atanh(row["pearson"]), 1.959963984540054 / math.sqrt(40 - 3)
-    assert np.allclose(row["pearson_ci"], [math.tanh(z - half), math.tanh(z + half)])
+    assert np.allclose(row["intervals"]["fisher"], [math.tanh(z - half), math.tanh(z + half)])
+    # the reported interval (issue 26): the jackknife over the 40 dialogues, t with 39 df
+    assert row["pearson_ci"] == row["intervals"]["jackknife_t"] and row["ci_method"].startswith("jackknife_t")
     (williams,) = report["williams"]
     assert williams["n"] == 40
     assert "dialogues" in " ".join(report["notes"])
@@ -63,7 +65,8 @@ def test_pairs_mode_counts_dialogues_not_votes():
 def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings_csv, corpus):  # noqa: F811
     result = run("correlate", "--ratings", str(ratings_csv), "--lambdas", "0.5,1", "--bootstrap", "0", "--json", str(corpus))
     data = json.loads(result.stdout)
-    assert len(data["williams"]) == 28
+    # the declared family (issue 26): each of the 6 other metrics against jga, FGA at λ 0.5 only
+    assert [(w["a"], w["b"]) for w in data["williams"]] == [(m, "jga") for m in ("m2", "fga_0.5", "sa", "aga", "rsa", "f1")]
     raw = [w["p_value"] for w in data["williams"]]
     assert np.allclose([w["p_holm"] for w in data["williams"]], adjust_p(raw, "holm"))
     from metrics.planning import dialogues_needed
@@ -72,8 +75,25 @@ def test_every_williams_entry_has_its_difference_interval_and_adjusted_p(ratings
     for entry in data["williams"]:
         low, high = entry["diff_ci"]
         assert low <= entry["r_a"] - entry["r_b"] <= high
+        # the difference's interval at the family's Bonferroni level, and its own test's p at that level touches 0
+        assert low < high
+        assert (low > 0 or high < 0) == (min(1.0, 6 * entry["p_value"]) < 0.05)
         assert entry["p_holm"] >= entry["p_value"]
-        assert entry["n_needed"] == dialogues_needed(entry["r_a"], entry["r_b"], entry["r_ab"])
+        assert entry["n_needed"] == dialogues_needed(entry["r_a"], entry["r_b"], entry["r_ab"], alpha=0.05 / 6)
+    every = run(
+        "correlate",
+        "--ratings",
+        str(ratings_csv),
+        "--lambdas",
+        "0.5,1",
+        "--bootstrap",
+        "0",
+        "--family",
+        "all",
+        "--json",
+        str(corpus),
+    )
+    assert len(json.loads(every.stdout)["williams"]) == 28  # all pairs on request
     line = planning_line(data)
     assert line.startswith("To tell ") and "with 80% power" in line and "this study has 300" in line
     assert "adjust:holm" in data["signature"]
@@ -162,7 +182,9 @@ def test_bootstrap_0_says_that_no_interval_was_computed(ratings_csv, corpus):  #
     assert any("no confidence interval was computed" in n for n in agreement["questions"]["satisfied"]["notes"])
     correlate = json.loads(run("correlate", "--ratings", str(ratings_csv), "--bootstrap", "0", "--json", str(corpus)).stdout)
     assert any("no bootstrap interval was computed" in n for n in correlate["notes"])
-    assert all(m["bootstrap_ci"] is None for m in correlate["metrics"]) and correlate["human_ceiling"]["ci"] is None
+    assert all(m["bootstrap_ci"] is None for m in correlate["metrics"])
+    # issue 26: the ceiling's interval is the jackknife's, which needs no bootstrap
+    assert correlate["human_ceiling"]["ci_method"].startswith("jackknife_t")
     calibrate = json.loads(
         run("calibrate", "--ratings", str(ratings_csv), "--grid", "0:5:51", "--bootstrap", "0", "--json", str(corpus)).stdout
     )
@@ -205,7 +227,10 @@ def test_plan_cli_contract_pilot_and_budget(ratings_csv, corpus):  # noqa: F811
     result = run("plan", "--r-a", "0.4", "--r-b", "0.3", "--r-ab", "0.8", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["n_dialogues"] == 269 and {"n", "power"} <= set(data["power_curve"][0])
+    # planned for the default family of 6 comparisons at α = 0.05 / 6 (issue 26); 269 for one comparison
+    assert data["n_dialogues"] == 414 and data["test_alpha"] == 0.05 / 6 and {"n", "power"} <= set(data["power_curve"][0])
+    single = json.loads(run("plan", "--r-a", "0.4", "--r-b", "0.3", "--r-ab", "0.8", "--comparisons", "1", "--json").stdout)
+    assert single["n_dialogues"] == 269
     powers = [p["power"] for p in data["power_curve"]]
     assert powers == sorted(powers) and powers[-1] > 0.8
     bad = run("plan", "--r-a", "0.9", "--r-b", "-0.9", "--r-ab", "0.9")

@@ -187,12 +187,24 @@ def test_correlate_text_prints_the_comparison_table(hundred, tmp_path, capsys):
     ratings.write_text("item,annotator,value\n" + "".join(f"{v.item},{v.annotator},{v.value}\n" for v in votes))
     assert main(["correlate", "--ratings", str(ratings), "--bootstrap", "0", "--lambdas", "0.5", str(path)]) == 0
     text = capsys.readouterr().out
-    assert "Metrics against human ratings" in text and "Differences between metrics" in text
+    assert "Metrics against human ratings" in text and "Differences from jga" in text
     header = next(line for line in text.splitlines() if line.startswith("metric A"))
-    assert "95% CI (Zou, n = dialogues)" in header and "p (Holm)" in header and " t " in header
+    # Issue 27, item 5: the adjustment is one word before "CI" (Bonferroni is named in the family note), so the
+    # table fits the Analysis page at 1400x900 (it was "99.2% CI (Zou, jackknife over dialogues; Bonferroni, simultaneous)").
+    assert "99.2% simultaneous CI (Zou, jackknife over dialogues)" in header
+    assert "intervals: 99.2% (Bonferroni, simultaneous)" in text
+    assert "p (Holm)" in header and "Williams t" in header
+    assert "Family: each metric against jga (FGA at λ 0.5), 6 comparisons; p: Holm" in text
 
 
-UNIT_WORDS = ("bootstrap over dialogues", "bootstrap over items", "n = dialogues", "n = systems")
+UNIT_WORDS = (
+    "bootstrap over dialogues",
+    "bootstrap over items",
+    "SE over items",
+    "jackknife over dialogues",
+    "n = dialogues",
+    "n = systems",
+)
 
 
 def test_every_interval_header_names_its_unit(hundred):

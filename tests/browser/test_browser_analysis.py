@@ -1,0 +1,197 @@
+"""Issue 27 in Chromium at 1400x900: the Analysis page answers first and its tables fit.
+
+A server of its own on a fresh SQLite database with the three demo studies (satisfaction, CoCo, SLU),
+every item of each voted by the three demo annotators through ``annotate.service`` (each answer a
+hidden truth per item and question, flipped for one annotator in five: they partly agree, so agreement,
+correlation and λ are all defined).  For each study the admin opens Analysis: the summary sentences (and
+for satisfaction the forest plot) are on the first screen without scrolling, nothing scrolls sideways,
+no table is wider than its container, every table has its CSV download, and no error box shows; the
+page is visited twice and after a reload.  Screenshots: test-output/screenshots/analysis_*.png.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from annotate import service
+from annotate.auth import PermissionDenied
+from annotate.demo import DEMO_STUDIES, ensure_demo
+from annotate.sessions import log_in as store_log_in
+from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
+from tests.browser.test_browser_workflows import pick
+from tests.browser_harness import SCREENSHOTS, database_server, in_viewport, new_page, require_chromium, wait_idle
+
+pytestmark = pytest.mark.browser
+
+FLIP = 0.2  # each annotator answers against the item's hidden truth this often
+STUDIES = {"satisfaction": DEMO_STUDIES[0], "coco": DEMO_STUDIES[1], "slu": DEMO_STUDIES[2]}
+ANSWERS_TIMEOUT = 120_000  # the first analysis of a study computes its bootstraps
+
+
+def answer(key: str, question: str, annotator: int) -> str:
+    """A 0/1 answer: the item's hidden truth, flipped for this annotator one time in five (seeded)."""
+    truth = random.Random(f"{key}|{question}").random() < 0.5
+    flip = random.Random(f"{annotator}|{key}|{question}").random() < FLIP
+    return str(int(truth ^ flip))
+
+
+def vote_everything(engine) -> None:
+    """The three demo annotators judge every item of every demo study, through the service."""
+    admin, _ = store_log_in(engine, "admin", "demo-admin-pw")
+    ids = {s.name: s.id for s in service.list_studies(engine, admin)}
+    for n in (1, 2, 3):
+        person, _ = store_log_in(engine, f"ann{n}", f"demo-ann{n}-pw")
+        for name in DEMO_STUDIES:
+            try:
+                while (item := service.next_item(engine, person, ids[name])) is not None:
+                    answers = {
+                        q: "transcribed" if q == "transcription_status" else answer(f"{item.key}|{item.condition}", q, n)
+                        for q in item.questions
+                        if q != "transcription"
+                    }
+                    service.submit(engine, person, item.id, answers)
+            except PermissionDenied:  # the study is full
+                pass
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, fixtures):
+    require_chromium()
+    os.environ.setdefault("DST_JUDGE_FIXTURES", str(fixtures))
+
+    def prepare(engine):
+        ensure_demo(engine, announce=False)
+        vote_everything(engine)
+
+    running = database_server(tmp_path_factory.mktemp("analysis"), prepare, {"DST_JUDGE_FIXTURES": str(fixtures)})
+    yield running
+    running.stop()
+    running.engine.dispose()
+
+
+# Every table on the page: its grid's scrolling area and the container it sits in.  A grid wider than
+# its container, or one that scrolls sideways inside, is a table cut at the right edge.
+TABLES_FIT = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+  .filter(grid => grid.offsetParent !== null && !grid.closest('details:not([open])'))  // folded away: not laid out
+  .map(grid => {
+    const scroller = grid.querySelector('.dvn-scroller') || grid;
+    const container = grid.closest('[data-testid="stVerticalBlock"]') || grid.parentElement;
+    return {
+      table: (grid.closest('[class*="st-key-table-"]') || {className: '?'}).className.match(/st-key-table-[^ ]*/)?.[0],
+      width: grid.getBoundingClientRect().width,
+      right: grid.getBoundingClientRect().right,
+      container: container.getBoundingClientRect().right,
+      scroll: scroller.scrollWidth,
+      client: scroller.clientWidth,
+    };
+  })"""
+
+PAGE_WIDTH = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  return {page: document.scrollingElement.scrollWidth, main: main.scrollWidth, mainClient: main.clientWidth,
+          inner: window.innerWidth};
+}"""
+
+
+def open_analysis(browser, server, study: str):  # noqa: F811
+    page = new_page(browser, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    go_to_analysis(page)
+    pick(page, "Study", study)
+    return page
+
+
+def go_to_analysis(page) -> None:
+    page.get_by_role("link", name="Analysis").click()
+    page.get_by_role("heading", name="Analysis").wait_for()
+    wait_idle(page)
+
+
+def check_analysis(page, kind: str, where: str, *, open_expanders: bool = False, shot: str | None = None) -> None:
+    """The answers on the first screen, nothing cut or scrolling sideways, a download per table, no error."""
+    answers = page.get_by_role("heading", name="Answers")
+    answers.wait_for(timeout=ANSWERS_TIMEOUT)
+    wait_idle(page, timeout=ANSWERS_TIMEOUT)
+    page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollTo(0, 0)")
+    if shot:  # the first screen as a researcher sees it (1400x900, not the full page), before any check
+        screenshot_top(page, shot)
+    errors = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']")
+    assert errors.count() == 0, f"{where}: {errors.first.inner_text()}"
+    assert "Traceback" not in page.get_by_test_id("stMain").inner_text(), where
+
+    summary = page.locator(".st-key-answers-summary")
+    summary.wait_for()
+    text = summary.inner_text()
+    assert "Krippendorff" in text or "agree" in text, (where, text)
+    assert in_viewport(page, answers), f"{where}: the Answers heading is below the first screen"
+    first_sentence = summary.locator("li").first
+    assert in_viewport(page, first_sentence), f"{where}: the summary's first sentence is below the first screen"
+    charts = page.get_by_test_id("stVegaLiteChart")
+    charts.first.wait_for()
+    if kind == "satisfaction":
+        assert "tracks the ratings" in text or "tracks" in text, (where, text)
+        forest = page.locator(".st-key-answers-forest [data-testid='stVegaLiteChart']")
+        forest.wait_for()
+        assert in_viewport(page, forest), f"{where}: the forest plot is not wholly on the first screen"
+    top = charts.first.bounding_box()["y"]  # a study of many questions (SLU) has a tall agreement chart: it starts here
+    assert top < page.viewport_size["height"] / 2, f"{where}: the first chart starts below the first half-screen ({top})"
+
+    if open_expanders:  # the tables folded away (per annotator, Cohen's κ, differences, votes on an item) fit too
+        folded = page.locator("[data-testid='stExpander'] details:not([open]) > summary")
+        for _ in range(20):  # each click opens one; the locator then finds the next folded one
+            if folded.count() == 0:
+                break
+            folded.first.click()
+        assert folded.count() == 0, f"{where}: an expander did not open"
+        wait_idle(page)
+    widths = page.evaluate(PAGE_WIDTH)
+    assert widths["page"] <= widths["inner"], f"{where}: the page scrolls sideways {widths}"
+    assert widths["main"] <= widths["mainClient"], f"{where}: the main area scrolls sideways {widths}"
+    grids = page.evaluate(TABLES_FIT)
+    assert grids, f"{where}: no table on the page"
+    wide = [grid for grid in grids if grid["right"] > grid["container"] + 1]
+    assert not wide, f"{where}: tables wider than their container: {wide}"
+    cut = [grid for grid in grids if grid["scroll"] > grid["client"] + 1]
+    assert not cut, f"{where}: tables cut at their right edge (they scroll sideways): {cut}"
+    # Every table on the page has its own spreadsheet-safe download beside it (annotate.pages.tables).
+    visible = page.locator("[data-testid='stDataFrame']").filter(visible=True)
+    downloads = page.locator("[class*='st-key-table-']").filter(visible=True).get_by_role("button", name="Download as CSV")
+    assert downloads.count() >= visible.count(), f"{where}: {visible.count()} tables, {downloads.count()} downloads"
+
+
+@pytest.mark.parametrize("kind", ["satisfaction", "coco", "slu"])
+def test_analysis_answers_first_and_its_tables_fit(browser, server, kind):  # noqa: F811
+    page = open_analysis(browser, server, STUDIES[kind])
+    check_analysis(page, kind, f"{kind}, first visit", shot=f"analysis_{kind}")
+
+    page.get_by_role("link", name="Progress").click()
+    page.get_by_role("heading", name="Progress").wait_for()
+    wait_idle(page)
+    go_to_analysis(page)  # the study chosen before is still chosen
+    check_analysis(page, kind, f"{kind}, second visit")
+
+    page.reload()
+    wait_idle(page)
+    page.get_by_role("heading", name="Progress").or_(page.get_by_role("heading", name="Analysis")).first.wait_for()
+    if page.get_by_role("heading", name="Analysis").count() == 0:
+        go_to_analysis(page)
+    pick(page, "Study", STUDIES[kind])
+    check_analysis(page, kind, f"{kind}, after a reload", open_expanders=True)
+    for heading, name in (("Agreement", "agreement"), ("Which λ makes FGA agree most with people", "lambda")):
+        found = page.get_by_role("heading", name=heading, exact=True)
+        if found.count():  # the tables and the λ section, looked at as the top is
+            found.first.scroll_into_view_if_needed()
+            page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, 300)")
+            screenshot_top(page, f"analysis_{kind}_{name}")
+    page.context.close()
+
+
+def screenshot_top(page, name: str):
+    """The screen as a researcher sees it (1400x900; the main area scrolls, not the page)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
