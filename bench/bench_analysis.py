@@ -113,10 +113,12 @@ def child(args) -> dict:
     assert not probe.exception, probe.exception
     result["first_render_complete"] = shows_answers(probe) and not any("Analysing" in p.proto.text for p in probe.get("progress"))
     has_jobs = (Path.cwd() / "annotate" / "analysis_jobs.py").exists()
-    if has_jobs:  # the votes' analysis, computed in the background while nobody looks
-        from annotate import analysis_jobs, reports
+    from annotate import reports
 
-        reports.clear_cache()
+    reports.clear_cache()  # as if the votes had just arrived: nothing of them computed yet
+    if has_jobs:  # the votes' analysis, computed in the background while nobody looks
+        from annotate import analysis_jobs
+
         started = time.perf_counter()
         analysis_jobs.wait(engine, admin, study.id, settings)
         result["background_s"] = time.perf_counter() - started
@@ -141,7 +143,9 @@ def run_side(root: Path, args) -> dict:
     # this file measures both sides; the code measured (annotate, metrics, bench.corpus) is the checkout's
     command = [sys.executable, str(Path(__file__).resolve()), "--child", "--dialogues", str(args.dialogues)]
     command += ["--votes", str(args.votes), "--resamples", str(args.resamples)]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    # a worktree in a temporary folder has no ../shared beside it: the fixtures are this checkout's
+    fixtures = os.environ.get("DST_JUDGE_FIXTURES", str(ROOT.parent / "shared" / "fixtures"))
+    env = {**os.environ, "PYTHONPATH": str(root), "DST_JUDGE_FIXTURES": fixtures}
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"{root}: the benchmark failed:\n{done.stderr[-3000:]}")
