@@ -96,10 +96,11 @@ def _run(engine: Engine, job: Job) -> dict:
 
 
 def submit(engine: Engine, key: tuple) -> Job:
-    """The job computing ``key`` (:func:`annotate.reports.analysis_key`): the one under way, or a new one."""
+    """The job computing ``key`` (:func:`annotate.reports.analysis_key`): the one under way, or a new one
+    (an ended job is not handed back: its result may have left the cache since)."""
     with _LOCK:
         job = _JOBS.get(key)
-        if job is not None and (job.running or job.error is None):
+        if job is not None and job.running:
             return job
         job = Job(key)
         _JOBS[key] = job

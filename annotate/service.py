@@ -559,6 +559,7 @@ def _set_excluded(engine: Engine, user: Annotator, study_id: int, name: str, exc
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
         annotator = _voter(session, study_id, name)
+        name = crowd.display_names(session, study_id).get(annotator.name, annotator.name)  # as exclusions name them
         now = {e.annotator for e in reports.exclusions(session, study_id)}
         if (name in now) == excluded:
             return False

@@ -376,7 +376,7 @@ def design_report(
         for entry, value in zip(tested, adjusted, strict=True):
             entry[f"p_{adjust}"] = value
     rejected = sum(value < declared.alpha for value in adjusted or ())
-    level = declared.interval_confidence(rejected)
+    level = declared.interval_confidence(rejected, len(tested))
     for entry, d in zip(differences, shares, strict=True):
         if d is not None and d.size >= 10:
             entry["diff_ci"] = [float(v) for v in percentile_ci(d, level)]
@@ -392,7 +392,7 @@ def design_report(
             "size": declared.size,
             "adjust": adjust,
             "interval_confidence": level,
-            "text": declared.describe(rejected),
+            "text": declared.describe(rejected, len(tested)),
         },
         "lambda": None,
         "notes": notes,

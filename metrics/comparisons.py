@@ -81,18 +81,20 @@ class Family:
         """The level one comparison is planned at: α/m for every adjustment but ``none``."""
         return self.alpha if self.adjust == "none" else self.alpha / max(self.size, 1)
 
-    def interval_confidence(self, rejected: int = 0) -> float:
+    def interval_confidence(self, rejected: int = 0, tested: int | None = None) -> float:
         """The level of each difference's interval (see the module's table); ``rejected`` is the
-        number of comparisons Benjamini-Hochberg rejects (for ``bh`` only)."""
-        m = max(self.size, 1)
+        number of comparisons Benjamini-Hochberg rejects (for ``bh`` only); ``tested`` the comparisons
+        the p-values were adjusted over (a declared one that cannot be tested, a constant metric's,
+        does not count; default: all declared)."""
+        m = max(self.size if tested is None else tested, 1)
         if self.adjust == "none":
             return 1 - self.alpha
         if self.adjust == "bh":
             return 1 - self.alpha * max(rejected, 1) / m
         return 1 - self.alpha / m
 
-    def interval_method(self, rejected: int = 0) -> str:
-        level = f"{100 * self.interval_confidence(rejected):.3g}%"
+    def interval_method(self, rejected: int = 0, tested: int | None = None) -> str:
+        level = f"{100 * self.interval_confidence(rejected, tested):.3g}%"
         return {
             "holm": f"{level} (Bonferroni, simultaneous)",
             "bonferroni": f"{level} (Bonferroni, simultaneous)",
@@ -107,13 +109,15 @@ class Family:
             return "all"
         return f"reference({self.reference}{',' + self.fga if self.fga else ''})"
 
-    def describe(self, rejected: int = 0) -> str:
+    def describe(self, rejected: int = 0, tested: int | None = None) -> str:
         if self.kind == "all":
             head = f"every pair of metrics, {self.size} comparisons"
         else:
             lam = f" (FGA at λ {self.fga.split('_', 1)[1]})" if self.fga else ""
             head = f"each metric against {self.reference}{lam}, {self.size} comparisons"
-        return f"{head}; p: {ADJUSTMENT_NAMES[self.adjust]}; intervals: {self.interval_method(rejected)}"
+        if tested is not None and tested != self.size:
+            head += f" ({tested} tested)"
+        return f"{head}; p: {ADJUSTMENT_NAMES[self.adjust]}; intervals: {self.interval_method(rejected, tested)}"
 
     def __str__(self) -> str:
         return self.describe()

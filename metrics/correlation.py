@@ -873,7 +873,7 @@ def correlation_report(
         for entry, value in zip(tested, adjusted):
             entry[f"p_{adjust}"] = value
     rejected = sum(value < declared.alpha for value in adjusted or ())
-    confidence = declared.interval_confidence(rejected)
+    confidence = declared.interval_confidence(rejected, len(tested))  # p and interval over the same m
     for entry in tested:  # the difference's interval at the level that agrees with the adjusted test (metrics.comparisons)
         interval = diff_ci(*data[id(entry)], confidence)
         entry["diff_ci"] = list(interval) if interval is not None else None
@@ -922,7 +922,7 @@ def correlation_report(
         notes.append(f"{NOT_COMPARED}: {listed} on {units} dialogues; {why}")
     if family == "reference" and declared.kind == "all":
         notes.append(f"the reference metric {reference} was not measured: every pair of metrics is compared")
-    notes.append(f"comparisons: {declared.describe(rejected)}")
+    notes.append(f"comparisons: {declared.describe(rejected, len(tested))}")
     bootstrap = {"resamples": resamples, "seed": seed, "resample": resample}  # the unit of resampling, as calibrate's
     comparisons = {
         "family": declared.kind,
@@ -935,7 +935,7 @@ def correlation_report(
         "alpha": declared.alpha,
         "interval_confidence": confidence,
         "planning_alpha": declared.test_alpha,
-        "text": declared.describe(rejected),
+        "text": declared.describe(rejected, len(tested)),
     }
     return {"metrics": rows, "williams": williams, "comparisons": comparisons, "notes": notes, "bootstrap": bootstrap}
 

@@ -298,7 +298,7 @@ def dawid_skene(
         )
         answered = weights @ (~np.isnan(table.codes)).T > 0  # B × annotators: the annotator is in the resample
         competence_ci = _percentile(competences(boot_priors, boot_errors), answered)
-        score_ci = _percentile(spammer_scores(boot_errors), answered)
+        score_ci = _percentile(spammer_scores(boot_errors[:, :, used][:, :, :, used]), answered)
     skills = []
     notes = []
     few = []
@@ -309,7 +309,9 @@ def dawid_skene(
             for answer, row in answered.iterrows():
                 confusion[:, int(answer)] = row.to_numpy(float)
         competence = float(priors @ np.diag(confusion))
-        score = spammer_score(confusion)
+        # over the answers somebody gave: an answer nobody chose is no class to tell apart (issue 27 review:
+        # SLU's 5 declared statuses with 2 used lifted a 72%-accurate annotator's score from 0.07 to 0.17)
+        score = spammer_score(confusion[np.ix_(used, used)])
         enough = n_items[w] >= min_annotator_items
         if not enough:
             few.append(name)

@@ -98,7 +98,7 @@ class Summary:
         return [s for s in self.sentences if s.topic == name]
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")  # $: Streamlit renders $...$ as LaTeX
 
 
 def _md_escape(text: str) -> str:
@@ -494,7 +494,13 @@ def correlation_sentences(correlation: Mapping, condition: str | None = None) ->
     if not few and ceiling.get("r_max") is not None and round(best["pearson"], 3) > round(ceiling["r_max"], 3):
         pair = ceiling.get("ci")
         inside = pair is not None and round(best["pearson"], 3) <= round(pair[1], 3)
-        where_ci = "within the ceiling's interval" if inside else "above even the ceiling's interval"
+        where_ci = (
+            "within the ceiling's interval"
+            if inside
+            else "above even the ceiling's interval"
+            if pair is not None
+            else "and the ceiling has no interval here"
+        )
         sentences.append(
             Sentence(
                 "note",

@@ -472,7 +472,8 @@ def _competence_section(engine, user, study) -> None:
     )
     flagged = [q.annotator for q in quality if q.near_chance and not q.excluded]
     if flagged:
-        st.warning(f"Near chance (spammer score ≤ {SPAMMER_SCORE:g}): {', '.join(flagged)}", icon="⚠️")
+        st.warning(f"Near chance (spammer score ≤ {SPAMMER_SCORE:g}): the annotators below.", icon="⚠️")
+        st.text(", ".join(flagged))  # names are people's text: shown as text
     show_table(
         [
             {

@@ -156,7 +156,8 @@ def _shown_result(engine, user, study, settings: AnalysisSettings, condition: st
     if seen is None:
         return None
     if seen.error:
-        st.error(f"The analysis of these settings failed: {seen.error}")
+        st.error("The analysis of these settings failed:")
+        st.text(seen.error)  # it may quote a question's or a file's name: text, not Markdown
         st.button("Try again", key=f"analysis-retry-button-{study.id}", on_click=_ask_retry, args=(study.id,))
     elif not seen.current:
         _follow(engine, user, study.id, settings, condition)

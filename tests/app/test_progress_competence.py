@@ -21,7 +21,8 @@ def test_progress_flags_a_spammer_and_the_button_excludes_then_includes(app_db):
 
     probe = page_as("progress_page", token)
     assert not probe.exception, probe.exception
-    assert [w.value for w in probe.warning] == ["Near chance (spammer score ≤ 0.1): ann3"]
+    assert [w.value for w in probe.warning] == ["Near chance (spammer score ≤ 0.1): the annotators below."]
+    assert "ann3" in [t.value for t in probe.text]  # the names as text, not Markdown (issue 27 review)
     table = next(d.value for d in probe.dataframe if "spammer score" in d.value.columns)
     assert table["annotator"].tolist()[0] == "ann3"  # lowest competence first
     assert table.set_index("annotator").loc["ann3", "near chance"] == "yes"
@@ -40,4 +41,5 @@ def test_progress_flags_a_spammer_and_the_button_excludes_then_includes(app_db):
     probe.button(key=f"include-{study.id}").click().run()
     assert not probe.exception, probe.exception
     assert service.analysis_exclusions(engine, admin, study.id) == []
-    assert [w.value for w in probe.warning] == ["Near chance (spammer score ≤ 0.1): ann3"]
+    assert [w.value for w in probe.warning] == ["Near chance (spammer score ≤ 0.1): the annotators below."]
+    assert "ann3" in [t.value for t in probe.text]  # the names as text, not Markdown (issue 27 review)

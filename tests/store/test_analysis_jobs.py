@@ -94,3 +94,14 @@ def test_the_warmer_computes_the_stored_settings_once_the_votes_settle(engine, t
     assert analysis_jobs.warm_once(engine, settled) == 0
     key = reports.analysis_key(engine, closed.id, service.study_settings(engine, closed_admin, closed.id), None)
     assert reports.cached(key) is None
+
+
+def test_an_analysis_dropped_from_the_cache_is_computed_again(engine, tmp_path):
+    """Review of issue 27: a job that ended well was handed back after its result had left the cache
+    (32 results kept, 64 jobs), so the page's progress bar polled for ever."""
+    study, admin, people = _study(engine, tmp_path, n=4, name="evicted")
+    _vote(engine, study, people[0])
+    assert analysis_jobs.wait(engine, admin, study.id, SETTINGS).current
+    reports.clear_cache()  # as an eviction does
+    again = analysis_jobs.wait(engine, admin, study.id, SETTINGS, timeout=60)
+    assert again.current and again.votes == 4

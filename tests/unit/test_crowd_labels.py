@@ -183,3 +183,24 @@ def test_the_competence_interval_covers_the_true_accuracy():
             truth = 0.5 if skill.annotator in ("ann8", "ann9") else 0.85
             covered.append(skill.competence_ci[0] <= truth <= skill.competence_ci[1])
     assert 0.90 <= np.mean(covered) <= 0.99
+
+
+def test_answers_nobody_gave_do_not_lift_the_spammer_score():
+    """Review of issue 27: the declared answers were the classes of Raykar & Yu's score, so on SLU's
+    5-option transcription status with 2 used a 72%-accurate annotator scored 0.172 (not flagged)
+    instead of 0.071.  The score is over the answers given: the same with or without the declared ones."""
+    import random
+
+    from formats.tidy import Vote
+    from metrics.crowd import dawid_skene
+
+    rng = random.Random(4)
+    truth = [rng.random() < 0.5 for _ in range(60)]
+    votes = []
+    for k, accuracy in enumerate((0.9, 0.9, 0.9, 0.9, 0.6)):
+        for i, t in enumerate(truth):
+            answer = t if rng.random() < accuracy else not t
+            votes.append(Vote(item=f"i{i}", annotator=f"a{k}", question="q", value="good" if answer else "bad"))
+    plain = dawid_skene(votes, "q")
+    declared = dawid_skene(votes, "q", categories=("good", "bad", "noise", "empty", "other"))
+    assert [round(a.spammer_score, 9) for a in plain.annotators] == [round(a.spammer_score, 9) for a in declared.annotators]

@@ -122,3 +122,17 @@ def test_every_table_says_its_family_and_adjustment():
     assert f"comparisons: {expected}" in report["notes"]  # the correlation table's notes (test_true_notes: the CLI text)
     bh = correlation_report(values, ratings, resamples=0, adjust="bh", family="all")
     assert "p: Benjamini-Hochberg; intervals:" in bh["comparisons"]["text"] and "FCR-adjusted" in bh["comparisons"]["text"]
+
+
+def test_the_interval_level_counts_the_comparisons_actually_tested():
+    """Review of issue 26: p was adjusted over the comparisons tested, the interval over those declared;
+    with a constant metric in the family, a Bonferroni p < 0.05 stood beside an interval that held 0."""
+    rng = np.random.default_rng(3)
+    values, ratings = _study(rng, 40)
+    values["m2"] = np.full(40, 0.5)  # constant: its comparison with jga cannot be tested
+    report = correlation_report(values, ratings, resamples=0, adjust="bonferroni")
+    tested = [w for w in report["williams"] if w.get("p_value") is not None]
+    assert len(tested) == 2 and report["comparisons"]["size"] == 3
+    assert report["comparisons"]["interval_confidence"] == pytest.approx(1 - 0.05 / 2)
+    for w in tested:
+        assert (w["diff_ci"][0] > 0 or w["diff_ci"][1] < 0) == (w["p_bonferroni"] < 0.05)
