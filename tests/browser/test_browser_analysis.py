@@ -195,3 +195,36 @@ def screenshot_top(page, name: str):
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+@pytest.fixture(scope="module")
+def background_server(tmp_path_factory, fixtures):
+    """The app as it runs for people: the analysis in the background, the page not waiting for it."""
+    require_chromium()
+
+    def prepare(engine):
+        ensure_demo(engine, announce=False)
+        vote_everything(engine)
+
+    env = {"DST_JUDGE_FIXTURES": str(fixtures), "DST_JUDGE_BACKGROUND_ANALYSIS": "1", "DST_JUDGE_ANALYSIS_WAIT": "0"}
+    running = database_server(tmp_path_factory.mktemp("background"), prepare, env)
+    yield running
+    running.stop()
+    running.engine.dispose()
+
+
+def test_the_analysis_computed_in_the_background_comes_in_without_a_click(browser, background_server):  # noqa: F811
+    """Issue 27, item 7, in a real browser: with no wait the page answers at once with a progress bar
+    (or, if the warmer was quicker, the answers), and the answers replace it on their own (the fragment
+    that follows the job re-runs the page when it is done); a reload shows them at once."""
+    page = open_analysis(browser, background_server, STUDIES["satisfaction"])
+    page.get_by_role("heading", name="Answers").wait_for(timeout=ANSWERS_TIMEOUT)  # no click, no reload
+    page.locator(".st-key-answers-summary").wait_for()
+    assert "tracks" in page.locator(".st-key-answers-summary").inner_text()
+    errors = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']")
+    assert errors.count() == 0
+    page.reload()
+    wait_idle(page)
+    page.get_by_role("heading", name="Answers").wait_for(timeout=30_000)
+    assert page.get_by_text("Analysing the study as it is now").count() == 0  # current: no bar
+    page.context.close()
