@@ -2,7 +2,13 @@
 
     python -m annotate [--db URL] init
     python -m annotate [--db URL] serve [STREAMLIT OPTIONS...]   (the app, with the demo accounts printed at start)
+    python -m annotate [--db URL] api [--host H] [--port 8600]   (the HTTP API alone; serve starts it too)
     python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
+    python -m annotate annotator add NAME --judge        (an automatic judge: no password, votes with an API token)
+    python -m annotate token add NAME [--judge] [--label TEXT]   (prints a new API token; --judge makes NAME a judge if new)
+    python -m annotate token revoke NAME [--id N]        (every live token of NAME, or one)
+    python -m annotate token list
+    python -m annotate judge-run STUDY --token T --command "..." [--url http://127.0.0.1:8600] [--limit N]
     python -m annotate annotator password NAME          (a reset: ends their sessions, clears failed logins)
     python -m annotate annotator list
     python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
@@ -47,11 +53,35 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("init", help="create or migrate the database")
     serve = commands.add_parser("serve", help="prepare the database (and the demo), print the accounts, start the app")
     serve.set_defaults(streamlit_args=[])  # what follows 'serve' goes to streamlit run (e.g. --server.port 8502)
+    serve.add_argument("--api-port", type=int, default=8600, help="the HTTP API's port (0: no API)")
+    serve.add_argument("--api-host", default="127.0.0.1", help="the HTTP API's address")
+    api = commands.add_parser("api", help="the HTTP API alone (uvicorn)")
+    api.add_argument("--host", default="127.0.0.1")
+    api.add_argument("--port", type=int, default=8600)
+    token = commands.add_parser("token", help="API tokens").add_subparsers(dest="action", required=True)
+    token_add = token.add_parser("add", help="a new API token for NAME, printed once (only its hash is kept)")
+    token_add.add_argument("name")
+    token_add.add_argument("--judge", action="store_true", help="NAME is an automatic judge (made one if new)")
+    token_add.add_argument("--label", default="", help="what the token is for")
+    token_revoke = token.add_parser("revoke", help="revoke NAME's tokens (refused from the next request on)")
+    token_revoke.add_argument("name")
+    token_revoke.add_argument("--id", type=int, help="only this token (see token list)")
+    token.add_parser("list")
+    judge_run = commands.add_parser("judge-run", help="run a local command as an automatic judge over a study, through the API")
+    judge_run.add_argument("study", help="the study's name or id")
+    judge_run.add_argument("--token", required=True, help="the judge's API token")
+    judge_run.add_argument(
+        "--command", dest="judge_command", required=True, help="reads an item as JSON on stdin, prints its answers as JSON"
+    )
+    judge_run.add_argument("--url", default="http://127.0.0.1:8600", help="the API's address")
+    judge_run.add_argument("--limit", type=int, help="judge at most this many items")
 
     annotator = commands.add_parser("annotator").add_subparsers(dest="action", required=True)
     add = annotator.add_parser("add", help="add an annotator (password from DST_JUDGE_PASSWORD or a prompt)")
     add.add_argument("name")
-    add.add_argument("--admin", action="store_true")
+    who = add.add_mutually_exclusive_group()
+    who.add_argument("--admin", action="store_true")
+    who.add_argument("--judge", action="store_true", help="an automatic judge: no password; give it a token (token add)")
     reset = annotator.add_parser(
         "password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their sessions and clears failed logins"
     )
@@ -179,8 +209,85 @@ def serve(engine, args) -> None:
     app = Path(__file__).resolve().parent.parent / "app.py"
     command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args]
     os.environ["DST_JUDGE_DB"] = url
+    if args.api_port:
+        start_api(url, args.api_host, args.api_port)
+        os.environ["DST_JUDGE_API_PORT"] = str(args.api_port)  # the Annotators page shows the API's address
+        print(f"HTTP API: http://{args.api_host}:{args.api_port}/api/v1 (tokens: python -m annotate token add NAME)", flush=True)
     sys.stdout.flush()
     os.execv(sys.executable, command)
+
+
+def api(engine, args) -> None:
+    """The HTTP API alone, in this process (uvicorn); several app servers may each run one."""
+    import uvicorn
+
+    from annotate.api.app import create_app
+
+    print(f"DST Judge API on http://{args.host}:{args.port}/api/v1 (OpenAPI: /api/v1/openapi.json)", flush=True)
+    uvicorn.run(create_app(engine), host=args.host, port=args.port, log_level="warning")
+
+
+def start_api(url: str, host: str, port: int):
+    """The HTTP API as a child process beside the app; it ends with this process (Linux: the parent's
+    death signal; elsewhere at exit)."""
+    import atexit
+    import signal
+    import subprocess
+
+    def die_with_parent() -> None:
+        try:
+            import ctypes
+
+            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "annotate", "--db", url, "api", "--host", host, "--port", str(port)],
+        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
+    )
+    atexit.register(child.terminate)
+    return child
+
+
+def token_add(engine, args) -> None:
+    """Print a new token on stdout (alone: ``T=$(python -m annotate token add NAME)``), the rest on stderr."""
+    from annotate import service
+
+    known = {a.name: a for a in service.list_annotators(engine, service.CLI)}
+    if args.name not in known:
+        if not args.judge:
+            raise ValueError(f"no annotator named {args.name!r} (add them first, or give --judge to make an automatic judge)")
+        service.add_person(engine, service.CLI, args.name, None, kind="judge")
+        print(f"added automatic judge {args.name}", file=sys.stderr)
+    elif args.judge and known[args.name].kind != "judge":
+        raise ValueError(f"{args.name!r} is a {known[args.name].role}, not an automatic judge")
+    token, info = service.add_token(engine, service.CLI, args.name, args.label)
+    print(token)
+    print(f"token {info.id} for {info.annotator} ({info.kind}, {info.role}): shown once, only its hash is kept", file=sys.stderr)
+
+
+def token_revoke(engine, args) -> None:
+    from annotate import service
+
+    count = service.revoke_tokens(engine, service.CLI, args.name, args.id)
+    print(f"revoked {count} token{'s' if count != 1 else ''} of {args.name}")
+
+
+def token_list(engine, args) -> None:
+    from annotate import service
+
+    for t in service.list_tokens(engine, service.CLI):
+        state = f"revoked {t.revoked_at}" if t.revoked_at else "live"
+        print(f"{t.id}\t{t.annotator}\t{t.kind}\t{t.prefix}\t{state}\t{t.label}")
+
+
+def judge_run(engine, args) -> None:
+    from annotate.api import client
+
+    code = client.main(args)
+    if code:
+        raise SystemExit(code)
 
 
 def init(engine, args) -> None:
@@ -190,6 +297,10 @@ def init(engine, args) -> None:
 def annotator_add(engine, args) -> None:
     from annotate import service
 
+    if args.judge:
+        person = service.add_person(engine, service.CLI, args.name, None, kind="judge")
+        print(f"added automatic judge {person.name} (give it an API token: python -m annotate token add {person.name})")
+        return
     password = _password()
     person = service.add_person(engine, service.CLI, args.name, password, "admin" if args.admin else "annotator")
     print(f"added {person.role} {person.name}")
@@ -391,6 +502,11 @@ def votes_export(engine, args) -> None:
 COMMANDS = {
     ("serve", None): serve,
     ("init", None): init,
+    ("api", None): api,
+    ("token", "add"): token_add,
+    ("token", "revoke"): token_revoke,
+    ("token", "list"): token_list,
+    ("judge-run", None): judge_run,
     ("annotator", "add"): annotator_add,
     ("annotator", "password"): annotator_password,
     ("annotator", "list"): annotator_list,
@@ -415,6 +531,8 @@ COMMANDS = {
 def run(args) -> int:
     from annotate.store.db import get_engine
 
+    if args.command == "judge-run":  # a client of the API: no database of its own
+        return judge_run(None, args) or 0
     COMMANDS[(args.command, getattr(args, "action", None))](get_engine(args.db), args)
     return 0
 

@@ -9,6 +9,11 @@ least-held open items of each condition (ties in the count broken by the item's 
 assignment left active past the study's timeout is reclaimed: its place goes to someone else.  An
 item never gets more than k holders (annotators who finished it or hold it unexpired).
 
+An automatic judge (``annotators.kind = judge``, issue 28) is given every item of the study once, in
+the study's order, on places of its own (status ``judging`` then ``judged``): they never take one of
+an item's k places, never count in ``holders``, in a study's progress or in its budget, never time
+out, and every query above that counts places (``active``/``done``) passes them over by their status.
+
 What the places add up to (a study's progress) is ``annotate.reports``'s.
 """
 
@@ -22,10 +27,11 @@ from typing import NamedTuple
 from sqlalchemy import Text, and_, bindparam, func, or_, select, true, type_coerce, update
 from sqlalchemy.orm import Session
 
-from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, Item, Study, utcnow
+from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, JUDGE, Annotator, Assignment, Item, Study, utcnow
 from annotate.store.prepared import Prepared
 
 ACTIVE, DONE, SKIPPED, RECLAIMED = "active", "done", "skipped", "reclaimed"
+JUDGING, JUDGED = "judging", "judged"  # an automatic judge's place: held, then judged (never one of the k)
 
 
 def cutoff(study: Study, now: datetime) -> datetime:
@@ -248,6 +254,8 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
     (``annotate.loop.answer``, issue 25)."""
     now = now or utcnow()
     session.flush()
+    if getattr(annotator, "kind", None) == JUDGE:
+        return claim_next_judge(session, study_id, annotator, now)
     connection = session.connection()
     study = study_row(session, study_id)
     keys = {"study": study_id, "annotator": annotator.id, "overlap": study.overlap}
@@ -281,6 +289,76 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
         if _take_place(session, study, annotator, item_id, now, wait=True):
             return item_id
     return None
+
+
+_JUDGE_CURRENT = (
+    select(Assignment.item_id)
+    .where(
+        Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"), Assignment.status == JUDGING
+    )
+    .order_by(Assignment.assigned_at, Assignment.id)
+    .limit(1)
+)
+_JUDGE_NEXT = (
+    select(Item.id)
+    .where(
+        Item.study_id == bindparam("study"),
+        Item.included == true(),
+        Item.id.not_in(
+            select(Assignment.item_id).where(
+                Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator")
+            )
+        ),
+    )
+    .order_by(Item.position, Item.id)
+    .limit(1)
+)
+
+
+def _judge_place(dialect: str):
+    """INSERT a judge's place on an item (nothing when it has one already: two clients of one judge)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    insert_ = (sqlite if dialect == "sqlite" else postgresql).insert
+    return (
+        insert_(Assignment)
+        .values(
+            study_id=bindparam("study"),
+            item_id=bindparam("item"),
+            annotator_id=bindparam("annotator"),
+            status=JUDGING,
+            assigned_at=bindparam("now"),
+        )
+        .on_conflict_do_nothing(index_elements=["item_id", "annotator_id"])
+    )
+
+
+_JUDGE_HOLD = {"sqlite": Prepared(_judge_place("sqlite")), "postgresql": Prepared(_judge_place("postgresql"))}
+_JUDGE_CURRENT, _JUDGE_NEXT = Prepared(_JUDGE_CURRENT), Prepared(_JUDGE_NEXT)
+
+
+def claim_next_judge(session: Session, study_id: int, judge: Annotator, now: datetime | None = None) -> int | None:
+    """An automatic judge's next item: the one it holds, else the study's next item (in position order)
+    it has not had, on a place of its own; None once it had every item the study judges.  No capacity:
+    a judge labels every item, whatever the humans' k."""
+    now = now or utcnow()
+    connection = session.connection()
+    keys = {"study": study_id, "annotator": judge.id}
+    for _attempt in range(20):  # a second client of the same judge took the item meanwhile: the next one
+        held = _JUDGE_CURRENT.first(connection, keys)
+        if held is not None:
+            return held[0]
+        found = _JUDGE_NEXT.first(connection, keys)
+        if found is None:
+            return None
+        if _JUDGE_HOLD[connection.dialect.name].run(connection, {**keys, "item": found[0], "now": now}) == 1:
+            return found[0]
+    return None
+
+
+def judge_place(connection, study_id: int, item_id: int, judge_id: int, now: datetime) -> None:
+    """A judge's place on an item it votes on without having been given it (nothing if it has one)."""
+    _JUDGE_HOLD[connection.dialect.name].run(connection, {"study": study_id, "item": item_id, "annotator": judge_id, "now": now})
 
 
 def _claim_first(session: Session, study, annotator: Annotator, item_ids: list[int], now: datetime) -> int | list[int]:

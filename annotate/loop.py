@@ -162,7 +162,11 @@ def _progress(session: Session, user: Annotator, study_id: int, study: Access) -
     mine = (
         select(func.count())
         .select_from(Assignment)
-        .where(Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == assignment.DONE)
+        .where(
+            Assignment.study_id == study_id,
+            Assignment.annotator_id == user.id,
+            Assignment.status.in_((assignment.DONE, assignment.JUDGED)),  # a judge's own places (issue 28)
+        )
         .scalar_subquery()
     )
     skipped = exists().where(

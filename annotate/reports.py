@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from annotate import crowd, study_data
 from annotate.allocation import QUESTIONS, design_of, judgements_done
-from annotate.assignment import ACTIVE, DONE, cutoff
+from annotate.assignment import ACTIVE, DONE, JUDGED, cutoff
 from annotate.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import (
@@ -158,7 +158,8 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
     """Items, finished judgements, and per-annotator and per-item counts.
 
     ``annotators`` lists only people with at least one vote in the study (``done`` judgements,
-    ``active`` places they hold now); ``held`` counts the places held now by anyone, voters or not
+    ``active`` places they hold now; an automatic judge's items judged count as its ``done``, never in
+    the study's judgements); ``held`` counts the places held now by anyone, voters or not
     (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
     seconds per item and ``fast`` (see :func:`time_per_item`); ``attention`` each voter's attention
     checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.crowd.workers``).
@@ -195,6 +196,16 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
     for item_id, name in done:
         per_item_done[item_id] = per_item_done.get(item_id, 0) + 1
         per_annotator.setdefault(name, [0, 0])[0] += 1
+    # automatic judges: their own places (never one of the k): listed with their count, never in the study's
+    judged = session.execute(
+        select(Annotator.name, func.count())
+        .select_from(Assignment)
+        .join(Annotator, Annotator.id == Assignment.annotator_id)
+        .where(Assignment.study_id == study_id, Assignment.status == JUDGED)
+        .group_by(Annotator.name)
+    ).all()
+    for name, count in judged:
+        per_annotator.setdefault(name, [0, 0])[0] += count
     for _item_id, name in active:
         held[name] = held.get(name, 0) + 1
         if name in per_annotator:
@@ -337,7 +348,7 @@ QUALITY_RESAMPLES = 200  # bootstrap resamples of the items behind each competen
 
 
 def annotator_quality(engine: Engine, study_id: int) -> list[AnnotatorQuality]:
-    """Each voter's Dawid-Skene competence and spammer flag, lowest competence first; one fit per
+    """Each human voter's Dawid-Skene competence and spammer flag, lowest competence first; one fit per
     question and study state (kept like the analysis, by :func:`inputs_version`).  No permission check:
     the callers check (``annotate.service``)."""
     from annotate.kinds import get_kind
@@ -350,7 +361,9 @@ def annotator_quality(engine: Engine, study_id: int) -> list[AnnotatorQuality]:
                 return _QUALITY[key]
         data = study_data.read_study(session, study_id)
         excluded = {e.annotator for e in exclusions(session, study_id)}
-    table = data.vote_table()
+    # the people only: automatic judges are compared with the human majority in the judges table
+    judges = {v["annotator"] for v in data.votes if v.get("annotator_kind") == "judge"}
+    table = study_data.without(data.vote_table(), judges)
     categories = study_data.declared_answers(get_kind(data.kind).questions, data.items)
     worst: dict[str, AnnotatorQuality] = {}
     for question in table.questions:

@@ -17,12 +17,15 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, func, select
 
-from annotate import allocation, assignment, crowd, demo, loop, membership, reports, sessions, studies, votes
-from annotate.auth import PermissionDenied, add_annotator, require_admin, set_password
+from annotate import allocation, assignment, crowd, demo, loop, membership, reports, sessions, studies, tokens, votes
+from annotate.auth import AuthError, PermissionDenied, StudyClosed, add_annotator, require_admin, set_password
+from annotate.idempotency import KeyReused
+from annotate.loop import NotLoggedIn
 from annotate.store.db import read_session, write_session
 from annotate.store.models import WORKER, Annotator, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from annotate.uploads import safe_name, unpacked
+from annotate.votes import CapacityError, Reassigned
 from metrics.analysis import AnalysisSettings
 
 
@@ -364,6 +367,7 @@ class AnnotatorSummary:
     name: str
     role: str  # admin, annotator, or worker (a crowd worker)
     login: bool  # has a password (crowd workers and imported voters have none)
+    kind: str = "human"  # human, or judge (an automatic judge: issue 28)
 
 
 def list_annotators(engine: Engine, user: Annotator, *, workers: bool = False) -> list[AnnotatorSummary]:
@@ -374,14 +378,25 @@ def list_annotators(engine: Engine, user: Annotator, *, workers: bool = False) -
     if not workers:
         query = query.where(Annotator.role != WORKER)
     with read_session(engine) as session:
-        return [AnnotatorSummary(a.name, a.role, a.password_hash is not None) for a in session.scalars(query)]
+        return [AnnotatorSummary(a.name, a.role, a.password_hash is not None, a.kind) for a in session.scalars(query)]
 
 
-def add_person(engine: Engine, user: Annotator, name: str, password: str | None, role: str = "annotator") -> AnnotatorSummary:
+def add_person(
+    engine: Engine, user: Annotator, name: str, password: str | None, role: str = "annotator", *, kind: str = "human"
+) -> AnnotatorSummary:
+    """A named account: an annotator or an admin; ``kind="judge"``: an automatic judge (an annotator
+    without a password that votes through the HTTP API with a token, kept apart from the humans)."""
+    from annotate.store.models import JUDGE, KINDS_OF_ANNOTATOR
+
     require_admin(user)
+    if kind not in KINDS_OF_ANNOTATOR:
+        raise StudyError(f"kind must be one of {', '.join(KINDS_OF_ANNOTATOR)}")
+    if kind == JUDGE and role != "annotator":
+        raise StudyError("an automatic judge is an annotator, never an admin")
     with write_session(engine) as session:
         person = add_annotator(session, name, password, role)
-        return AnnotatorSummary(person.name, person.role, person.password_hash is not None)
+        person.kind = kind
+        return AnnotatorSummary(person.name, person.role, person.password_hash is not None, kind)
 
 
 def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
@@ -842,4 +857,224 @@ def export_files(
     return ExportFiles(write(data, fmt, settings, history=history, condition=condition), study_id, through)
 
 
-__all__ = ["PermissionDenied", "question_spec", "require_admin"]
+# --- the HTTP API (issue 28): tokens, and the annotator's loop as data -------------------------------
+
+
+def open_engine(url: str | None = None) -> Engine:
+    """The database of ``url`` (else ``DST_JUDGE_DB``, else the embedded SQLite file), migrated."""
+    from annotate.store.db import get_engine
+
+    return get_engine(url)
+
+
+# ``annotate.api`` calls only these (and the functions above): the same rules as the pages, checked here.
+
+
+def token_user(engine: Engine, token: str) -> Annotator | None:
+    """The annotator a live API token acts as, else None (one indexed read; a revoked token at once)."""
+    with read_session(engine) as session:
+        found = tokens.user_of(session, token)
+        if found is not None:
+            session.expunge(found)
+        return found
+
+
+def add_token(engine: Engine, user: Annotator, name: str, label: str = "") -> tuple[str, tokens.TokenInfo]:
+    """A new API token for the annotator ``name``: (the token, shown once; what is kept of it)."""
+    require_admin(user)
+    with write_session(engine) as session:
+        return tokens.add_token(session, name, by=getattr(user, "name", "cli"), label=label)
+
+
+def revoke_tokens(engine: Engine, user: Annotator, name: str, token_id: int | None = None) -> int:
+    """Revoke the annotator's live tokens (or one): how many; they are refused from the next request."""
+    require_admin(user)
+    with write_session(engine) as session:
+        return tokens.revoke(session, name, token_id)
+
+
+def list_tokens(engine: Engine, user: Annotator) -> list:
+    """Every API token made (never the token: its first characters), newest first."""
+    require_admin(user)
+    with read_session(engine) as session:
+        return tokens.tokens(session)
+
+
+@dataclass(frozen=True)
+class ApiQuestion:
+    name: str
+    type: str  # binary, choice, text
+    label: str
+    required: bool
+    answers: list[str] | None  # the answers it takes; None: free text
+
+
+@dataclass(frozen=True)
+class ApiItem:
+    """An item as the HTTP API gives it: what the kind's page shows, as data (``Kind.data``), its
+    questions with their allowed answers, and the caller's current answers on it."""
+
+    id: int
+    key: str
+    study: int
+    kind: str
+    data: dict
+    questions: list[ApiQuestion]
+    answers: dict[str, str]
+    comment: str
+
+
+@dataclass(frozen=True)
+class ApiProgress:
+    judged: int  # items the caller judged in the study
+    items: int  # the study's items to judge
+    study_fraction: float  # the study's judgements done (or its budget spent)
+    quota: int | None  # a crowd worker's quota
+
+
+@dataclass(frozen=True)
+class ApiNext:
+    item: ApiItem | None  # None: nothing left for the caller (or a crowd worker's quota reached)
+    progress: ApiProgress
+
+
+@dataclass(frozen=True)
+class ApiVote:
+    """What a vote POST stored: the caller's current answers on the item, whether the judgement is
+    complete (every required question answered), the progress, whether this vote closed the study
+    (its budget spent), and whether this response is a replay of an earlier POST with the same key."""
+
+    item: int
+    answers: dict[str, str]
+    complete: bool
+    progress: ApiProgress
+    closed: bool
+    replayed: bool = False
+
+
+def _api_progress(progress: loop.Progress) -> ApiProgress:
+    return ApiProgress(progress.mine, progress.items, round(progress.study_fraction, 6), progress.quota)
+
+
+def _api_item(session, screen: loop.Screen, study_id: int) -> ApiItem | None:
+    from annotate.assignment import study_row
+    from annotate.kinds import KINDS
+    from annotate.kinds.base import allowed_answers
+    from annotate.kinds.base import question_spec as spec_in
+
+    item = screen.item
+    if item is None:
+        return None
+    study = study_row(session, study_id)
+    kind = session.scalar(select(Study.kind).where(Study.id == study_id))
+    questions = []
+    for name in item.questions:
+        spec = spec_in(study.questions, name)
+        questions.append(
+            ApiQuestion(name, spec["type"], str(spec.get("label", name)), bool(spec.get("required", True)), allowed_answers(spec))
+        )
+    data = KINDS[kind].data(item.payload)
+    return ApiItem(item.id, item.key, study_id, kind, data, questions, dict(screen.answers), screen.comment)
+
+
+def api_study(engine: Engine, user: Annotator, study: str) -> int:
+    """The id of the study named by ``study``: its id (digits), else its name; PermissionDenied ("no
+    such study") when none has that name.  Whether the caller may see it is the access rule of the call
+    that follows (``loop.access``: 403, or StudyClosed for a study that closed), as for the pages."""
+    if study.isdigit() and len(study) < 10:
+        return int(study)
+    with read_session(engine) as session:
+        found = session.scalar(select(Study.id).where(Study.name == study))
+    if found is None:
+        raise PermissionDenied("no such study")
+    return found
+
+
+def api_next(engine: Engine, user: Annotator, study_id: int) -> ApiNext:
+    """The caller's next item, claimed (the one they hold, else a new place), as data: one write."""
+    with write_session(engine) as session:
+        screen = loop.claim_screen(session, user, study_id)
+        return ApiNext(_api_item(session, screen, study_id), _api_progress(screen.progress))
+
+
+def api_progress(engine: Engine, user: Annotator, study_id: int) -> ApiProgress:
+    with read_session(engine) as session:
+        loop.access(session, user, study_id)  # the same access rule as every screen
+        return _api_progress(loop.progress_of(session, user, study_id))
+
+
+def api_vote(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    item_id: int,
+    answers: dict[str, str],
+    *,
+    comment: str = "",
+    seconds: float | None = None,
+    key: str | None = None,
+) -> ApiVote:
+    """One judgement through the API, in one write transaction, exactly as the page stores it
+    (``loop.answer``: the item must be the caller's, the answers are checked, k is never exceeded);
+    the item stays the caller's (``next`` gives the next one).  ``key``: the client's Idempotency-Key
+    (``annotate.idempotency``): a retry returns the first response and stores nothing."""
+    from dataclasses import asdict
+
+    from sqlalchemy.exc import IntegrityError
+
+    from annotate import idempotency
+    from annotate.assignment import study_row
+    from annotate.studies import required_questions
+
+    if not answers:
+        raise StudyError("nothing to save: give at least one answer")
+    print_ = idempotency.fingerprint(study_id, item_id, answers, comment, seconds)
+    for attempt in range(3):
+        try:
+            with write_session(engine) as session:
+                if key:
+                    stored = idempotency.replayed(session, user.id, key, print_)
+                    if stored is not None:
+                        return ApiVote(**{**stored, "progress": ApiProgress(**stored["progress"]), "replayed": True})
+                    row = idempotency.reserve(session, user.id, key, print_)
+                screen = loop.answer(session, user, study_id, item_id, answers, done=False, comment=comment, seconds=seconds)
+                required = set(required_questions(study_row(session, study_id), screen.item)) if screen.item else set()
+                result = ApiVote(
+                    item_id,
+                    dict(screen.answers),
+                    required <= set(screen.answers),
+                    _api_progress(screen.progress),
+                    screen.closed,
+                )
+                if key:
+                    row.response = asdict(result)
+                return result
+        except IntegrityError:
+            if not key or attempt == 2:  # another copy of this request committed the key first: look again
+                raise
+    raise AssertionError("unreachable")
+
+
+def api_export(engine: Engine, user: Annotator, study_id: int, fmt: str) -> tuple[bytes, str]:
+    """One export format (admins): (bytes, file name), recorded as exported (``record_export``)."""
+    require_admin(user)
+    with read_session(engine) as session:
+        through = studies.last_vote(session, study_id)
+    data, name = export(engine, user, study_id, fmt)
+    record_export(engine, user, study_id, f"{fmt} (HTTP API)", through)
+    return data, name
+
+
+# what the service's callers catch (the pages, the CLIs, the API's problem mapping)
+__all__ = [
+    "AuthError",
+    "CapacityError",
+    "KeyReused",
+    "NotLoggedIn",
+    "PermissionDenied",
+    "Reassigned",
+    "StudyClosed",
+    "StudyError",
+    "question_spec",
+    "require_admin",
+]

@@ -73,8 +73,13 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
     and the tables say so in a note.  With no extra places (or ``first_seen`` None) nothing changes."""
     extra = {(i.key, i.condition or ""): i.capacity - data.overlap for i in data.items if i.capacity > data.overlap}
 
+    judges = sorted({v["annotator"] for v in data.votes if v.get("annotator_kind") == "judge"})
+
     def analyser(settings, condition=None, progress=None):
         table = data.vote_table()
+        humans = without(table, set(judges))
+        if not settings.include_judges:
+            table = humans
         rated = None
         if first_seen is not None and extra:
             kept = fixed_part(table.votes, data.overlap, extra, first_seen)
@@ -91,6 +96,16 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
             categories=declared_answers(kind.questions, data.items),
             rating_votes=rated,
         )
+        if judges:
+            result["judges"] = judges_against_humans(humans, data.vote_table(), judges, settings)
+            note = (
+                f"automatic judges ({', '.join(judges)}) are counted with the humans here (analysis setting)"
+                if settings.include_judges
+                else f"automatic judges ({', '.join(judges)}) are kept apart from the humans: see the judges table"
+            )
+            for section in ("agreement", "correlation"):
+                if isinstance(result.get(section), dict):
+                    result[section]["notes"] = [*result[section].get("notes", []), note]
         if rated is not None:
             dropped = len(table.votes) - len(rated.votes)
             kept = {(v.unit, v.annotator) for v in rated.votes}
@@ -108,6 +123,28 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
         return result
 
     return analyser
+
+
+def without(table: VoteTable, names: set[str]) -> VoteTable:
+    """The votes table without the votes of ``names`` (the same table when there are none)."""
+    if not names:
+        return table
+    kept = [v for v in table.votes if v.annotator not in names]
+    return VoteTable(kept, table.source, table.n_repeated, list(dict.fromkeys(v.question for v in kept)))
+
+
+def judges_against_humans(humans: VoteTable, everyone: VoteTable, judges: list[str], settings) -> dict:
+    """The judges table of a study (issue 28): each automatic judge that voted in the study against the
+    human majority (``metrics.judges.judge_report``; humans only, whatever ``include_judges`` says), one
+    report per question the judges answered and the humans have votes on."""
+    from metrics.judges import judge_report
+
+    theirs = VoteTable([v for v in everyone.votes if v.annotator in set(judges)], "judges", 0, [])
+    questions = [q for q in dict.fromkeys(v.question for v in theirs.votes) if humans.for_question(q)]
+    return {
+        "judges": judges,
+        "questions": {q: judge_report(humans, theirs, q, resamples=settings.resamples, seed=settings.seed) for q in questions},
+    }
 
 
 def first_vote_order(session, study_id: int) -> dict[tuple[tuple[str, str], str], int]:

@@ -38,8 +38,31 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from annotate.assignment import ACTIVE, DONE, RECLAIMED, SKIPPED, claim, cutoff, holding, reclaim_expired_item, study_row
-from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, Assignment, CrowdWorker, Item, Study, VoteEvent, utcnow
+from annotate.assignment import (
+    ACTIVE,
+    DONE,
+    JUDGED,
+    JUDGING,
+    RECLAIMED,
+    SKIPPED,
+    claim,
+    cutoff,
+    holding,
+    judge_place,
+    reclaim_expired_item,
+    study_row,
+)
+from annotate.store.models import (
+    DEFAULT_TIMEOUT_MINUTES,
+    JUDGE,
+    Annotator,
+    Assignment,
+    CrowdWorker,
+    Item,
+    Study,
+    VoteEvent,
+    utcnow,
+)
 from annotate.store.prepared import Prepared
 from annotate.studies import StudyError, check_value, required_questions
 from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
@@ -74,6 +97,7 @@ _EVENT = insert(VoteEvent).values(
     }
 )
 _DONE = update(Assignment).where(Assignment.id == bindparam("assignment")).values(status=DONE, completed_at=bindparam("now"))
+_JUDGED = update(Assignment).where(Assignment.id == bindparam("assignment")).values(status=JUDGED, completed_at=bindparam("now"))
 _DONE_KEEP = (
     update(Assignment)
     .where(Assignment.id == bindparam("assignment"))
@@ -81,8 +105,8 @@ _DONE_KEEP = (
 )
 
 
-_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _DONE_KEEP = map(
-    Prepared, (_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _DONE_KEEP)
+_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _JUDGED, _DONE_KEEP = map(
+    Prepared, (_MY_PLACE, _ITEM_AND_PLACE, _ANSWERED, _EVENT, _DONE, _JUDGED, _DONE_KEEP)
 )
 
 
@@ -145,7 +169,15 @@ def cast_vote(
     place = _Place(*found[4:]) if found[4] is not None else None
     study = study_row(session, item.study_id)
     value = check_value(study, item, question, value)
-    holds = place is not None and (place.status == DONE or (place.status == ACTIVE and place.assigned_at >= cutoff(study, now)))
+    judge = getattr(annotator, "kind", None) == JUDGE and source != "import"
+    if judge:  # an automatic judge: a place of its own, never one of the item's k (annotate.assignment)
+        if place is None or place.status not in (JUDGING, JUDGED):
+            judge_place(connection, item.study_id, item_id, annotator.id, now)
+            place = _Place(*_MY_PLACE.first(connection, keys))
+        holds = True
+    else:
+        live = place is not None and place.status == ACTIVE and place.assigned_at >= cutoff(study, now)
+        holds = place is not None and (place.status == DONE or live)
     if not holds:
         # Places held past the timeout go back first (the voter's own, too), then one is taken.
         reclaim_expired_item(session, study, item_id, now)
@@ -173,10 +205,10 @@ def cast_vote(
     event_id = _EVENT.insert(connection, values)
     if source == "import":  # an imported judgement counts as done, whatever it answered
         _DONE_KEEP.run(connection, {"assignment": place.id, "now": now})
-    elif place.status != DONE:
+    elif place.status not in (DONE, JUDGED):
         required = set(required_questions(study, item))
         if not required - {question} or required <= {question for (question,) in _ANSWERED.rows(connection, keys)}:
-            _DONE.run(connection, {"assignment": place.id, "now": now})
+            (_JUDGED if judge else _DONE).run(connection, {"assignment": place.id, "now": now})
     return CastVote(event_id, **values)
 
 
@@ -198,7 +230,8 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
     """Current votes (or every event with ``history``) as export rows, oldest first.
 
     ``annotator_kind`` keeps crowd workers (``crowd``: ``annotator`` is ``<platform>:<worker id>``,
-    ``platform_id`` the platform's worker id) apart from named accounts (``account``)."""
+    ``platform_id`` the platform's worker id) and automatic judges (``judge``, issue 28) apart from
+    named accounts (``account``)."""
     query = (
         select(
             Item.key,
@@ -211,6 +244,7 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
             VoteEvent.seconds,
             CrowdWorker.platform,
             CrowdWorker.worker_id,
+            Annotator.kind,
         )
         .join(Item, Item.id == VoteEvent.item_id)
         .join(Annotator, Annotator.id == VoteEvent.annotator_id)
@@ -232,11 +266,11 @@ def vote_rows(session: Session, study_id: int, *, history: bool = False, annotat
             "comment": comment,
             "created_at": created.isoformat(timespec="microseconds"),
             "seconds": seconds,
-            "annotator_kind": "crowd" if platform else "account",
+            "annotator_kind": "crowd" if platform else ("judge" if kind == JUDGE else "account"),
             "platform": platform or "",
             "platform_id": worker_id or "",
         }
-        for key, condition, name, question, value, comment, created, seconds, platform, worker_id in session.execute(query)
+        for key, condition, name, question, value, comment, created, seconds, platform, worker_id, kind in session.execute(query)
     ]
 
 

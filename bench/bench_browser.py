@@ -265,7 +265,18 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tree.work / f"serve-{items}.log"
         self.output = open(self.log, "wb")  # noqa: SIM115 (closed in stop)
-        command = [sys.executable, "-m", "annotate", "serve", "--server.port", str(self.port), "--server.headless", "true"]
+        command = [
+            sys.executable,
+            "-m",
+            "annotate",
+            "serve",
+            "--api-port",
+            "0",
+            "--server.port",
+            str(self.port),
+            "--server.headless",
+            "true",
+        ]
         command += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
         env = {**tree.env, "DST_JUDGE_DB": tree.database(items)}
         self.process = subprocess.Popen(command, cwd=tree.root, env=env, stdout=self.output, stderr=subprocess.STDOUT)

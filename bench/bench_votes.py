@@ -1,6 +1,6 @@
 """Benchmark: vote writes with 50 concurrent annotators, SQLite beside PostgreSQL.
 
-    python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--json]
+    python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--http] [--json]
 
 Each writer is a thread with its own annotator making the app's own write: one transaction =
 ``service.answer`` (the call the annotator's page makes on an answer key, issue 25: the login is not
@@ -16,6 +16,16 @@ compared with (issue 16).  ``--json`` prints::
     {"sqlite": {"p50_ms", "p99_ms", "votes_per_s", "votes_sent", "votes_stored", "lost"},
      "postgresql": {...} (when a server answers), "raw_sqlite_tx_per_s" (the best run),
      "raw_sqlite_runs": [the three], "sqlite_of_raw": sqlite votes/s over raw_sqlite_tx_per_s}
+
+``--http`` (issue 28) adds, in the same run and on a fresh database of each backend, the same writers
+as HTTP API clients: each with its own annotator's API token, against the API in its own process
+(``python -m annotate api``, uvicorn), making the same judgements through the API: ``POST`` the vote
+(with an Idempotency-Key), then ``GET next`` (the in-process ``service.answer`` stores the vote and
+claims the next item in one call; over HTTP that is these two requests), and every third judgement
+a change of an earlier vote (one ``POST``).  Printed beside the in-process figures: p50 / p99 of a
+judgement (POST + next; a change: its POST) and of the POST alone, votes/s, and HTTP over in-process.
+With ``--json`` they come as ``"http": {"sqlite": {"p50_ms", "p99_ms", "post_p50_ms", "post_p99_ms",
+"votes_per_s", "votes_sent", "votes_stored", "lost", "of_in_process"}, "postgresql": {...}}``.
 """
 
 from __future__ import annotations
@@ -101,6 +111,95 @@ def run_backend(url: str, corpus_path: Path, writers: int, votes: int) -> dict:
     }
 
 
+def run_http(url: str, corpus_path: Path, writers: int, votes: int, log: Path) -> dict:
+    """``run_backend``'s judgements made by HTTP API clients (one thread and one token each) against the
+    API served by its own process on ``url``."""
+    import httpx
+
+    from tests.api_harness import LiveApi, bearer
+
+    engine = make_engine(url, pool_size=5)
+    upgrade(engine)
+    with write_session(engine) as session:
+        study = create_study(session, "bench", "satisfaction", [corpus_path, dialogue_file(corpus_path)], overlap=3)
+        study_id = study.id
+        for i in range(writers):
+            add_annotator(session, f"bench-{i:02d}")
+    tokens = [service.add_token(engine, service.CLI, f"bench-{i:02d}")[0] for i in range(writers)]
+    judgements: list[float] = []  # POST + GET next (a change of an earlier vote: its POST)
+    posts: list[float] = []
+    lock = threading.Lock()
+    failures: list[str] = []
+
+    def writer(api_url: str, index: int) -> int:
+        rng = random.Random(index)
+        judged, count = [], 0
+        with httpx.Client(base_url=api_url, headers=bearer(tokens[index]), timeout=120) as http:
+
+            def call(method: str, path: str, **kwargs) -> dict:
+                response = http.request(method, f"/api/v1/studies/{study_id}{path}", **kwargs)
+                if response.status_code != 200:
+                    failures.append(f"{method} {path}: {response.status_code} {response.text[:200]}")
+                    raise RuntimeError(failures[-1])
+                return response.json()
+
+            def vote(item_id: int) -> float:
+                start = time.perf_counter()
+                call(
+                    "POST",
+                    f"/items/{item_id}/votes",
+                    json={"answers": {"satisfied": rng.choice("01")}},
+                    headers={"Idempotency-Key": f"{index}-{count}"},
+                )
+                elapsed = time.perf_counter() - start
+                with lock:
+                    posts.append(elapsed)
+                return elapsed
+
+            shown = call("GET", "/next")["item"]
+            for n in range(votes):
+                if shown is None:
+                    break
+                start = time.perf_counter()
+                vote(shown["id"])
+                judged.append(shown["id"])
+                count += 1
+                shown = call("GET", "/next")["item"]
+                with lock:
+                    judgements.append(time.perf_counter() - start)
+                if n % 3 == 2 and shown is not None:
+                    elapsed = vote(rng.choice(judged))
+                    count += 1
+                    with lock:
+                        judgements.append(elapsed)
+        return count
+
+    with LiveApi(url, log=log) as api:
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=writers) as pool:
+            sent = sum(pool.map(lambda index: writer(api.url, index), range(writers)))
+        wall = time.perf_counter() - start
+    with read_session(engine) as session:
+        stored = session.scalar(select(func.count()).select_from(VoteEvent))
+    engine.dispose()
+    return {
+        "transactions": len(judgements),
+        "votes_sent": sent,
+        "votes_stored": stored,
+        "wall_s": wall,
+        "p50_ms": 1e3 * statistics.median(judgements),
+        "p99_ms": 1e3 * percentile(judgements, 99),
+        "post_p50_ms": 1e3 * statistics.median(posts),
+        "post_p99_ms": 1e3 * percentile(posts, 99),
+        "votes_per_s": sent / wall,
+        "lost": sent - stored,
+    }
+
+
+def _http_figures(r: dict) -> dict:
+    return {k: v for k, v in r.items() if k not in ("transactions", "wall_s")}
+
+
 def raw_sqlite(path: Path, writers: int, transactions: int, items: int) -> float:
     """Transactions per second of plain sqlite3 doing what a judgement does at its core: read one row,
     insert two (WAL, BEGIN IMMEDIATE, busy timeout), from ``writers`` threads at once."""
@@ -142,6 +241,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/test", help="admin URL; a scratch database is made")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (issue 16's contract)")
+    parser.add_argument("--http", action="store_true", help="also the same writers as HTTP API clients (issue 28)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="dst-bench-votes-"))
     corpus = work / "corpus.json"
@@ -150,6 +250,9 @@ def main() -> None:
     say(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}")
     say(f"{args.writers} concurrent writers x {args.votes} judgements (+1 vote change per 3), study of {args.items} items, k = 3")
     results = {"sqlite": run_backend(f"sqlite:///{work / 'bench.sqlite'}", corpus, args.writers, args.votes)}
+    http = {}
+    if args.http:
+        http["sqlite"] = run_http(f"sqlite:///{work / 'http.sqlite'}", corpus, args.writers, args.votes, work / "api-sqlite.log")
     try:
         import os
 
@@ -161,8 +264,17 @@ def main() -> None:
             results["postgresql"] = run_backend(url, corpus, args.writers, args.votes)
         finally:
             drop_pg_database(url)
+        if args.http:
+            url = create_pg_database()
+            try:
+                http["postgresql"] = run_http(url, corpus, args.writers, args.votes, work / "api-postgresql.log")
+            finally:
+                drop_pg_database(url)
     except Exception as err:  # report, do not hide, a missing server
         say(f"postgresql: not measured ({err})")
+    for name, r in http.items():
+        if name in results:
+            r["of_in_process"] = r["votes_per_s"] / results[name]["votes_per_s"]
     # The ceiling, measured three times in this run (it varies from run to run on a shared machine)
     # with as many transactions per writer as the store's writers made; the best of the three is
     # the one the store is compared with.
@@ -178,6 +290,7 @@ def main() -> None:
                     "raw_sqlite_tx_per_s": raw,
                     "raw_sqlite_runs": raws,
                     "sqlite_of_raw": results["sqlite"]["votes_per_s"] / raw,
+                    **({"http": {name: _http_figures(r) for name, r in http.items()}} if http else {}),
                 },
                 indent=1,
             )
@@ -198,6 +311,32 @@ def main() -> None:
         ratio = p["votes_per_s"] / s["votes_per_s"]
         print(f"ratio postgresql/sqlite: p50 x{p['p50_ms'] / s['p50_ms']:.2f}, throughput x{ratio:.2f}")
     print(f"sqlite store / raw sqlite3: {results['sqlite']['votes_per_s'] / raw:.1%}")
+    if http:
+        print()
+        print("HTTP API clients beside in-process writers (a judgement: the vote stored and the next item claimed;")
+        print("in-process: service.answer; HTTP: POST vote + GET next; a change of an earlier vote: one call / one POST)")
+        print(
+            f"{'backend':<11} {'path':<11} {'votes':>6} {'stored':>6} {'lost':>4} {'p50 ms':>8} {'p99 ms':>8} {'votes/s':>8}"
+            f"   {'POST p50':>8} {'POST p99':>8}"
+        )
+        for name, r in http.items():
+            if name in results:
+                i = results[name]
+                print(
+                    f"{name:<11} {'in-process':<11} {i['votes_sent']:>6} {i['votes_stored']:>6} {i['lost']:>4} "
+                    f"{i['p50_ms']:>8.1f} {i['p99_ms']:>8.1f} {i['votes_per_s']:>8.0f}"
+                )
+            print(
+                f"{name:<11} {'HTTP API':<11} {r['votes_sent']:>6} {r['votes_stored']:>6} {r['lost']:>4} "
+                f"{r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['votes_per_s']:>8.0f}"
+                f"   {r['post_p50_ms']:>8.1f} {r['post_p99_ms']:>8.1f}"
+            )
+            if name in results:
+                i = results[name]
+                print(
+                    f"{'':<11} {'HTTP/in-pr.':<11} throughput x{r['of_in_process']:.2f}, p50 x{r['p50_ms'] / i['p50_ms']:.2f}, "
+                    f"p99 x{r['p99_ms'] / i['p99_ms']:.2f}"
+                )
 
 
 if __name__ == "__main__":

@@ -218,6 +218,9 @@ class AnalysisSettings:
     family: str = "reference"  # the declared comparisons: reference (each metric vs ``reference``), all (every pair)
     reference: str = "jga"  # the reference metric of the reference family
     fga_lambda: float = 0.5  # the FGA λ of the reference family (the λ measured nearest to it)
+    # automatic judges (annotators of kind "judge", issue 28): kept apart from the humans in agreement,
+    # majority labels and correlations (and compared with the human majority) unless this is True
+    include_judges: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -235,6 +238,7 @@ class AnalysisSettings:
             "fga_lambda": self.fga_lambda,
             "weights": self.weights,
             "resample": self.resample,
+            "include_judges": self.include_judges,
         }
 
     @classmethod
@@ -249,6 +253,8 @@ class AnalysisSettings:
         chosen = {k: values[k] for k in keys if k in values}
         if "fga_lambda" in values:
             chosen["fga_lambda"] = float(values["fga_lambda"])
+        if "include_judges" in values:
+            chosen["include_judges"] = bool(values["include_judges"])
         if "lambdas" in values:
             chosen["lambdas"] = tuple(float(v) for v in values["lambdas"])
         if "grid" in values:

@@ -10,7 +10,9 @@ with :func:`register` (one line in ``annotate/kinds/__init__.py``).  The kind ow
   its dialogues with predictions (``dialogues``: the satisfaction kind's metric analysis and
   FGA-text export);
 - the export formats it adds to the generic ones (``export_formats``);
-- a short text that recalls an item (``preview``, the going-back list).
+- a short text that recalls an item (``preview``, the going-back list);
+- the item as its page shows it, as JSON data (``data``: what the HTTP API's ``next`` returns, so a
+  script or an automatic judge sees what a person sees, and nothing the page hides).
 
 No Streamlit here: how an item is drawn, with its buttons and keyboard shortcuts, is the kind's
 view in ``annotate/pages/views/<kind>.py`` (registered with ``register_view``).
@@ -56,6 +58,7 @@ class Kind:
     export_formats: tuple[str, ...] = ()
     guideline: str = ""  # the demo's guideline for this kind
     preview: Callable[[dict], str] = lambda payload: ""  # a short text that recalls an item (the going-back list)
+    data: Callable[[dict], dict] = lambda payload: dict(payload)  # the item as the page shows it, as JSON (the API)
 
 
 KINDS: dict[str, Kind] = {}
@@ -116,6 +119,16 @@ def analyse(
             result["design"] = design_summary(dialogues, rated, settings, pi, condition=condition, allocation=allocation)
     report(1.0, "done")
     return result
+
+
+def allowed_answers(spec: dict) -> list[str] | None:
+    """The answers a question takes: a binary question ``1``/``0``, a choice its ``values``, a scale its
+    points; None for free text."""
+    if spec["type"] == "binary":
+        return list(BINARY)
+    if spec.get("values"):
+        return [str(v) for v in spec["values"]]
+    return None
 
 
 def question_spec(questions: Sequence[dict], name: str) -> dict:

@@ -100,6 +100,19 @@ def item_view(payload: dict) -> dict:
     }
 
 
+def item_data(payload: dict) -> dict:
+    """The item as the page shows it (the HTTP API): the dialogue so far, the system utterance, the
+    candidate user turn and the turn-level belief state it should express; never the condition."""
+    return {
+        "dialogue_id": payload["dialogue_id"],
+        "turn_index": payload["turn_index"],
+        "history": [{"system": h["system"], "user": h["user"]} for h in payload["history"]],
+        "system": payload["system"],
+        "user": payload["user"],
+        "turn_label": [list(pair) for pair in payload["turn_label"]],
+    }
+
+
 KIND = register(
     Kind(
         name="coco",
@@ -110,5 +123,6 @@ KIND = register(
         summarise=summarise,
         guideline=GUIDELINE,
         preview=lambda payload: payload["user"],
+        data=item_data,
     )
 )

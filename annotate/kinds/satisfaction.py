@@ -231,6 +231,33 @@ def turns_html(turns: list[SatisfactionTurn]) -> str:
     return STYLE + "<table class='dstj-turns'>" + columns + header + "".join(_turn_row(t) for t in turns) + "</table>"
 
 
+def item_data(payload: dict) -> dict:
+    """The item as the page shows it (the HTTP API): each turn's utterances, gold and predicted belief
+    states (domain, slot, value triplets), what is wrong in it (``metrics.diff``: exact, a local error,
+    an error carried from an earlier turn) and the turn where the first error entered; never the
+    system's name (the condition)."""
+    turns, first_error = satisfaction_view(payload)
+    return {
+        "dialogue_id": payload["dialogue_id"],
+        "turns": [
+            {
+                "index": raw["index"],
+                "system": raw["system"],
+                "user": raw["user"],
+                "gold": [list(t) for t in raw["gold"]],
+                "pred": [list(t) for t in raw["pred"]],
+                "status": turn.status,
+                "error_turn": turn.error_turn,
+                "missing": turn.missing,
+                "extra": turn.extra,
+                "wrong": turn.wrong,
+            }
+            for raw, turn in zip(payload["turns"], turns)
+        ],
+        "first_error_turn": first_error,
+    }
+
+
 KIND = register(
     Kind(
         name="satisfaction",
@@ -242,5 +269,6 @@ KIND = register(
         summarise=summarise,
         export_formats=("correlation-csv", "calibration-json", "fga-text"),
         preview=lambda payload: next((t["user"] for t in payload["turns"] if t["user"]), ""),
+        data=item_data,
     )
 )

@@ -131,6 +131,27 @@ def item_view(payload: dict) -> dict:
     }
 
 
+def item_data(payload: dict) -> dict:
+    """The item as the page shows it (the HTTP API): context turns, the system prompt and acts, the
+    recogniser's hypotheses, the transcription box's starting text (never the label file's
+    transcription) and the recognised acts, each with its score and whether the page pre-marks it
+    correct (``auto``: it matches the label file)."""
+    view = item_view(payload)
+    return {
+        "session_id": payload["session_id"],
+        "turn_index": payload["turn_index"],
+        "before": [{"index": i, "system": s, "user": u} for i, s, u in view["before"]],
+        "after": [{"index": i, "system": s, "user": u} for i, s, u in view["after"]],
+        "system": payload["system"],
+        "system_acts": list(payload.get("system_acts", [])),
+        "asr": [{"text": text, "score": score} for text, score in payload["asr"]],
+        "transcription_start": view["transcription_start"],
+        "transcription_status": view["transcription_status"],
+        "acts": [{"name": name, "score": score, "auto": bool(auto)} for name, score, auto in view["acts"]],
+        "audio": bool(payload.get("audio")),
+    }
+
+
 KIND = register(
     Kind(
         name="slu",
@@ -143,5 +164,6 @@ KIND = register(
         summarise=summarise,
         guideline=GUIDELINE,
         preview=lambda payload: payload["asr"][0][0] if payload.get("asr") else "(no speech recognised)",
+        data=item_data,
     )
 )

@@ -70,8 +70,16 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
             ),
             key=f"{key}-family",
         )
+        include_judges = left.checkbox(
+            "Count automatic judges with the humans",
+            value=stored.include_judges,
+            key=f"{key}-judges",
+            help="Off: automatic judges (annotators of kind judge) stay out of agreement, majority labels and "
+            "correlations, and are compared with the human majority in the judges table.",
+        )
         chosen = replace(
             stored,
+            include_judges=bool(include_judges),
             level=level,
             tie=tie,
             rating=rating,
@@ -133,7 +141,7 @@ def render() -> None:
     _majority_section(result["majority"], settings.tie, study, user, result.get("model_labels"))
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
-    _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"])
+    _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"], result.get("judges"))
 
 
 def _wait_seconds() -> float:
@@ -221,6 +229,8 @@ def _answers(engine, user, study, result: dict) -> Summary:
         st.markdown(Summary(tuple(majority)).markdown())
     for sentence in summary.topic("units"):
         st.caption(sentence.text)
+    if result.get("judges") and result["judges"]["questions"]:
+        st.text(judges_line(result["judges"]))  # judges' names are their makers' text: shown as text
     questions = [q for q, report in result["agreement"]["questions"].items() if report.get("annotators")]
     if not questions:
         return summary
@@ -250,10 +260,14 @@ def _answers(engine, user, study, result: dict) -> Summary:
     return summary
 
 
-def _judges_section(study, user, seed: int, questions: list[str]) -> None:
-    """Automatic judges (an LLM, a classifier) against the human majority: their labels are uploaded,
-    compared, and never stored as votes."""
-    with st.expander("Automatic judges against the human majority"):
+def _judges_section(study, user, seed: int, questions: list[str], voted: dict | None = None) -> None:
+    """Automatic judges (an LLM, a classifier) against the human majority: those that voted in the study
+    through the HTTP API (the analysis's ``judges``: ``study_data.judges_against_humans``), shown as they
+    are; and labels uploaded here, compared and never stored as votes."""
+    with st.expander("Automatic judges against the human majority", expanded=bool(voted)):
+        if voted:
+            _voted_judges(voted)
+            st.divider()
         st.caption("A tidy CSV of the judges' labels: item, annotator (the judge's name), question, value[, condition].")
         left, right = st.columns([1, 2])
         question = left.selectbox("Question", questions, key=f"judges-question-{study.id}") if questions else None
@@ -264,6 +278,44 @@ def _judges_section(study, user, seed: int, questions: list[str]) -> None:
             )
             if isinstance(report, dict):
                 show_table(present.judge_table(report), subheader=False)
+
+
+def judges_line(voted: dict) -> str:
+    """One line under the answers pointing to the judges table at the end of the page: each judge's κ
+    against the human majority, per question."""
+    parts = [
+        f"{question}: "
+        + ", ".join(
+            f"{j['judge']} κ {present.number(j['cohen_kappa'])} {present.interval(j['kappa_ci'])} ({j['n']} items)"
+            for j in report["judges"]
+        )
+        for question, report in voted["questions"].items()
+    ]
+    return "Automatic judges against the human majority (their table is at the end of the page): " + "; ".join(parts) + "."
+
+
+JUDGE_COLUMNS = ("judge", "items", "accuracy", "Cohen's κ", "95% CI (bootstrap over items)")
+
+
+def _voted_judges(voted: dict) -> None:
+    """Per question, each judge that voted in the study: the items it shares with the human majority,
+    accuracy, Cohen's κ and its interval (``metrics.judges.judge_report``); the notes as text."""
+    st.caption(
+        f"Judges that voted in this study ({len(voted['judges'])}), each against the majority of the humans' "
+        "votes (ties left out); their votes are kept apart from the humans' unless the setting "
+        "'Count automatic judges with the humans' is on."
+    )
+    if not voted["questions"]:
+        st.text("No question has both a judge's votes and the humans' votes yet.")
+    for question, report in voted["questions"].items():
+        rows = [
+            [j["judge"], j["n"], present.number(j["accuracy"]), present.number(j["cohen_kappa"]), present.interval(j["kappa_ci"])]
+            for j in report["judges"]
+        ]
+        st.text(f"Question {question}: {report['n_items_with_majority']} items with a human majority.")
+        tables.show_table(pd.DataFrame(rows, columns=list(JUDGE_COLUMNS)), f"judges {question}")
+        for note in report["notes"]:
+            st.text(note)
 
 
 def show_table(table: present.Table, *, subheader: bool = True) -> None:

@@ -34,6 +34,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("annotator", "admin")  # the roles of named accounts
 WORKER = "worker"  # a crowd worker: made by a study's join link only (annotate.crowd), no password
+HUMAN, JUDGE = "human", "judge"  # an annotator's kind: a person, or an automatic judge (an LLM, a classifier; issue 28)
+KINDS_OF_ANNOTATOR = (HUMAN, JUDGE)
 # Minutes an item stays held for an annotator who neither judges nor skips it (a study's own
 # ``timeout_minutes`` setting overrides it); the one place this default is written.
 DEFAULT_TIMEOUT_MINUTES = 30
@@ -99,6 +101,9 @@ class Annotator(Base):
     role: Mapped[str] = mapped_column(String(20), default="annotator")
     password_hash: Mapped[str | None] = mapped_column(String(200), nullable=True)  # None: no login
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # human, or judge: an automatic judge votes through the HTTP API like a person, on places of its
+    # own (never one of an item's k), and is kept apart from the humans in the analysis
+    kind: Mapped[str] = mapped_column(String(20), default=HUMAN, server_default=HUMAN)
 
 
 class Assignment(Base):
@@ -253,3 +258,36 @@ class AnalysisExclusion(Base):
     by: Mapped[str] = mapped_column(String(100))
     reason: Mapped[str] = mapped_column(Text, default="")
     at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer token of the HTTP API (``annotate.tokens``): it acts as its annotator, with their role.
+    Only the SHA-256 of the token is stored (the token is 256 random bits, shown once when made)."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # the token's first characters, to tell tokens apart
+    label: Mapped[str] = mapped_column(String(200), default="")
+    created_by: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class ApiRequest(Base):
+    """A vote POSTed with an ``Idempotency-Key`` (``annotate.idempotency``): the key, a fingerprint of
+    the request and the response sent, so that a retried POST gets the same response and stores
+    nothing twice.  Written in the vote's own transaction."""
+
+    __tablename__ = "api_requests"
+    __table_args__ = (UniqueConstraint("annotator_id", "key", name="uq_api_request_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(200))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    status: Mapped[int] = mapped_column(Integer, default=200)
+    response: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -134,6 +134,8 @@ def test_serve_prints_the_demo_accounts_when_the_server_starts(tmp_path, fixture
                 "--db",
                 f"sqlite:///{tmp_path / 'fresh.sqlite'}",
                 "serve",
+                "--api-port",
+                "0",
                 "--server.port",
                 str(port),
                 "--server.headless",

@@ -38,7 +38,7 @@ def fresh_server(tmp_path_factory, fixtures):
         message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
         pytest.fail(message) if os.environ.get("CI") == "true" else pytest.skip(message)
     folder = tmp_path_factory.mktemp("newcomer")
-    port = free_port()
+    port, api_port = free_port(), free_port()
     log = folder / "serve.log"
     env = {**os.environ, "DST_JUDGE_FIXTURES": str(fixtures), "DST_JUDGE_BCRYPT_ROUNDS": "4"}
     env.pop("DST_JUDGE_DB", None)
@@ -51,6 +51,8 @@ def fresh_server(tmp_path_factory, fixtures):
             "--db",
             f"sqlite:///{folder / 'judge.sqlite'}",
             "serve",
+            "--api-port",
+            str(api_port),
             "--server.port",
             str(port),
             "--server.headless",
@@ -67,11 +69,28 @@ def fresh_server(tmp_path_factory, fixtures):
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_health(url, f"python -m annotate serve (log {log})", process)
+        _wait_for_api(f"http://127.0.0.1:{api_port}", process)  # the README's start command starts the HTTP API too
         yield url, folder, log
     finally:
         process.terminate()
         process.wait(timeout=20)
         output.close()
+
+
+def _wait_for_api(url: str, process) -> None:
+    import json
+    import time
+    import urllib.request
+
+    deadline = time.time() + 60
+    while time.time() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/api/v1/openapi.json", timeout=2) as response:
+                assert "/api/v1/studies/{study}/next" in json.loads(response.read())["paths"]
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"python -m annotate serve did not start the HTTP API at {url}")
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ def _serve(db_url: str, fixtures, **env: str) -> subprocess.CompletedProcess:
     environ.pop("DST_JUDGE_DEMO", None)
     # an address not on this host: were the refusal missing, streamlit would fail to bind instead of serving
     return subprocess.run(
-        [sys.executable, "-m", "annotate", "--db", db_url, "serve", "--server.address", "192.0.2.1"],
+        [sys.executable, "-m", "annotate", "--db", db_url, "serve", "--api-port", "0", "--server.address", "192.0.2.1"],
         cwd=REPO,
         env=environ,
         capture_output=True,

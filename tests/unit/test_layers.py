@@ -106,3 +106,17 @@ def test_no_sys_path_edits():
     edit = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*=")
     tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     assert [name for name in tracked if edit.search((REPO / name).read_text(encoding="utf-8"))] == []
+
+
+def test_the_api_and_the_pages_reach_the_store_only_through_the_service():
+    """annotate.api (the HTTP routes) and annotate.pages are clients of ``annotate.service``: neither
+    imports the other, and the API imports no module that reads or writes the store by itself."""
+    store = ("annotate.store", "annotate.loop", "annotate.votes", "annotate.assignment", "annotate.tokens")
+    wrong = []
+    for path in sorted((REPO / "annotate" / "api").rglob("*.py")):
+        for name in _imports(path):
+            if name.startswith("annotate.pages") or name.startswith(store):
+                wrong.append(f"{path.relative_to(REPO)} imports {name}")
+    for path in sorted((REPO / "annotate" / "pages").rglob("*.py")):
+        wrong += [f"{path.relative_to(REPO)} imports {n}" for n in _imports(path) if n.startswith("annotate.api")]
+    assert wrong == []
