@@ -14,6 +14,8 @@
     python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--comparisons M]
                                     [--adjust holm|bonferroni|bh|none] [--budget N --icc R] [--json]
     python -m metrics plan --pilot RATINGS.csv [--metric-a fga_0.5 --metric-b jga] [--budget N] PREDICTIONS...
+    python -m metrics design (--scores SCORES.csv | PREDICTIONS...) (--budget N | --target-width W) --icc R
+                                    [--question comparison|agreement] [--r-a A --r-b B] [--json]
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
@@ -159,6 +161,26 @@ def _add_analysis(subparsers) -> None:
     plan.add_argument("--adjust", default="holm", choices=ADJUSTMENTS, help="the family's adjustment (none: plan at alpha)")
     plan.add_argument("--power", type=float, default=0.8)
     plan.add_argument("--json", action="store_true")
+
+
+def _add_design(subparsers) -> None:
+    design = subparsers.add_parser(
+        "design", help="the design (dialogues, votes per dialogue) with the narrowest predicted interval for a budget"
+    )
+    design.add_argument("paths", nargs="*", metavar="PREDICTIONS", help="the pool's prediction files (or --scores)")
+    design.add_argument("--scores", metavar="SCORES.csv", help="the pool's per-dialogue metric scores: a column per metric")
+    spend = design.add_mutually_exclusive_group(required=True)
+    spend.add_argument("--budget", type=int, help="judgements to spend: the design with the narrowest predicted interval")
+    spend.add_argument("--target-width", type=float, help="the 95%% interval width wanted: the design with the fewest judgements")
+    design.add_argument("--icc", type=float, required=True, help="a single rating's reliability ICC(1,1): pilot or prior")
+    design.add_argument("--question", default="comparison", help="comparison (r(A) - r(B)), agreement (ICC), or lambda (not yet)")
+    design.add_argument("--metric-a", default=FGA.key("0.5"), help=f"metric A (default {FGA.key('0.5')})")
+    design.add_argument("--metric-b", default=JGA.key(), help=f"metric B (default {JGA.key()})")
+    design.add_argument("--r-a", type=float, default=0.4, help="prior corrected r(A, expected rating) (default 0.4)")
+    design.add_argument("--r-b", type=float, default=0.3, help="prior corrected r(B, expected rating) (default 0.3)")
+    design.add_argument("--format", dest="fmt", help="input format of the predictions")
+    design.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30)")
+    design.add_argument("--json", action="store_true")
 
 
 def _emit(args, result: dict, tables, summary=None) -> int:
@@ -427,7 +449,84 @@ def run_plan(args) -> int:
     return 0
 
 
+def _design_scores(args) -> dict:
+    """The pool's per-dialogue scores of the two metrics: from --scores (a CSV, one column per metric), or
+    by scoring the prediction files."""
+    import numpy as np
+
+    if args.scores and args.paths:
+        raise ValueError("give --scores SCORES.csv or prediction files, not both")
+    if args.scores:
+        import csv
+
+        with open(args.scores, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        if not rows:
+            raise ValueError(f"{args.scores}: no rows")
+        out = {}
+        for name in (args.metric_a, args.metric_b):
+            if name not in rows[0]:
+                raise ValueError(f"{args.scores}: no column {name!r} (columns: {', '.join(rows[0])})")
+            try:
+                out[name] = np.array([float(r[name]) if r[name] not in ("", None) else np.nan for r in rows])
+            except ValueError as err:
+                raise ValueError(f"{args.scores}: column {name!r}: {err}") from None
+        return out
+    if not args.paths:
+        raise ValueError("give the pool: --scores SCORES.csv or prediction files")
+    from formats import load_dialogues
+    from metrics.analysis import per_dialogue_metrics
+    from metrics.corpus import ScoreSettings, parse_lambdas
+
+    asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
+    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
+    _, values = per_dialogue_metrics(load_dialogues(args.paths, args.fmt), ScoreSettings(lambdas, labels, args.slots))
+    return values
+
+
+def run_design(args) -> int:
+    from metrics.design import design
+
+    scores = _design_scores(args)
+    proposal = design(
+        args.question,
+        scores,
+        budget=args.budget,
+        target_width=args.target_width,
+        icc=args.icc,
+        r_a=args.r_a,
+        r_b=args.r_b,
+        metric_a=args.metric_a,
+        metric_b=args.metric_b,
+    )
+    result = proposal.as_dict()
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    p = proposal.proposal
+    what = f"r({args.metric_a}) - r({args.metric_b}), corrected" if args.question == "comparison" else "ICC(1,1)"
+    print(f"question: {args.question} ({what}); single-rating ICC {args.icc:g}; pool of {p.pool} dialogues")
+    print(f"{'design':<22} {'dialogues':>9} {'overlap':>13} {'judgements':>10} {'95% width':>9}")
+    for d in (proposal.proposal, proposal.uniform_k3, proposal.fga_11x100):
+        if d is None:
+            continue
+        overlap = "all" if d.m == d.n else f"{d.m} x k={d.k_overlap}"
+        overlap = f"all k={d.k_overlap}" if d.m == d.n else overlap
+        print(f"{d.label:<22} {d.n:>9} {overlap:>13} {d.judgements:>10} {d.width:>9.3f}")
+    print(
+        f"designer: {p.n} dialogues (each pool dialogue judged with probability {p.pi_dialogue:.3f}), 1 vote each except a "
+        f"random {p.m} (probability {p.pi_overlap:.3f}) with {p.k_overlap}"
+    )
+    saving = proposal.saving_vs_uniform()
+    if saving is not None:
+        print(f"uniform k = 3 needs {proposal.uniform_needed} judgements for the same width: saving {saving:.2f}")
+    for note in proposal.notes:
+        print(f"note: {note}")
+    return 0
+
+
 COMMANDS = {
+    "design": run_design,
     "systems": run_systems,
     "judge": run_judge,
     "plan": run_plan,
@@ -443,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_score(subparsers)
     _add_analysis(subparsers)
+    _add_design(subparsers)
     args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
