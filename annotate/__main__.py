@@ -227,6 +227,11 @@ def api(engine, args) -> None:
     uvicorn.run(create_app(engine), host=args.host, port=args.port, log_level="warning")
 
 
+def api_command(host: str, port: int) -> list[str]:
+    """The API's command line: the database comes through DST_JUDGE_DB (a password stays out of ``ps``)."""
+    return [sys.executable, "-m", "annotate", "api", "--host", host, "--port", str(port)]
+
+
 def start_api(url: str, host: str, port: int):
     """The HTTP API as a child process beside the app; it ends with this process (Linux: the parent's
     death signal; elsewhere at exit)."""
@@ -243,7 +248,8 @@ def start_api(url: str, host: str, port: int):
             pass
 
     child = subprocess.Popen(
-        [sys.executable, "-m", "annotate", "--db", url, "api", "--host", host, "--port", str(port)],
+        api_command(host, port),
+        env={**os.environ, "DST_JUDGE_DB": url},  # never on the command line: ps shows it to every local user
         preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
     )
     atexit.register(child.terminate)

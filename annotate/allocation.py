@@ -11,7 +11,14 @@
   (``max_k`` above the overlap) a dialogue whose votes are split gets further votes, one at a time,
   up to ``max_k``; one whose votes agree is settled at ``overlap``.
 
-Budget and stopping rule (both designs): with ``budget`` the study closes (is archived) once that many
+* ``designed`` (issue 29: the designer's proposal, ``metrics.design``): n dialogues of the pool drawn
+  at random (π = n / pool each, ``Item.pi``), of them a random overlap subset of m (probability
+  m / n, recorded as ``pi_overlap``) gets ``k_overlap`` votes and the others one (``Item.k``, every
+  capacity ``coalesce(k, overlap) + extra``): the draw of ``metrics.design.Design.votes_per_dialogue``
+  over the study's items in their order, seeded.  A designed k is no extra place: it is fixed before
+  any vote, so no optional-stopping rule applies to it.
+
+Budget and stopping rule (every design): with ``budget`` the study closes (is archived) once that many
 judgements are done; with ``target_width`` the Progress page shows the current 95% interval width of
 the study's main question, the judgements projected to reach the target (width shrinks as 1/√n), and
 closes the study when it is reached (:func:`close_when_reached`).
@@ -32,10 +39,12 @@ from sqlalchemy.orm import Session
 
 from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
-from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent
+from annotate.store.models import JUDGE, Annotator, Assignment, Item, Study, VoteEvent
 from annotate.studies import record
 from metrics import adaptive
 
+POLICIES = (*adaptive.POLICIES, "designed")
+DESIGN_KEYS = ("n", "m", "k_overlap")  # what a designed study needs of the designer's proposal (and ``seed``)
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
 SETTLED_WIDTH = 0.5  # a dialogue's mean rating is settled when its 95% interval is narrower than this
 MAIN_QUESTION = "satisfied"
@@ -83,10 +92,12 @@ class Drawn:
     items: int
     included: int
     expected_dialogues: float | None = None  # adaptive only
+    judgements: int | None = None  # designed only: the places the design has
 
     def as_json(self) -> dict:
-        """The fields as a dict, ``expected_dialogues`` only when there is one (as before the type)."""
-        return {k: v for k, v in asdict(self).items() if k != "expected_dialogues" or v is not None}
+        """The fields as a dict, ``expected_dialogues`` and ``judgements`` only when there is one."""
+        optional = ("expected_dialogues", "judgements")
+        return {k: v for k, v in asdict(self).items() if k not in optional or v is not None}
 
 
 def set_allocation(
@@ -100,13 +111,17 @@ def set_allocation(
     target_width: float | None = None,
     max_k: int | None = None,
     lam: float = 0.5,
+    design: dict | None = None,
 ) -> Drawn:
     """Choose the study's design (before any vote); returns what was drawn.  The study's row is locked
-    (and read again) here, as every settings write does."""
+    (and read again) here, as every settings write does.  ``design`` (policy ``designed`` only): the
+    designer's proposal, ``n``, ``m``, ``k_overlap`` and optionally ``seed`` (else the study's).
+    Places held now (no vote yet) are given back: a held place must not outlast a draw that leaves its
+    item out or gives it fewer places."""
     study = lock_study(session, study.id)
 
-    if policy not in adaptive.POLICIES:
-        raise StudyError(f"allocation policy must be one of {', '.join(adaptive.POLICIES)}, not {policy!r}")
+    if policy not in POLICIES:
+        raise StudyError(f"allocation policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     if question not in QUESTIONS:
         raise StudyError(f"the study's question must be one of {', '.join(QUESTIONS)}, not {question!r}")
     voted = session.scalar(
@@ -122,9 +137,23 @@ def set_allocation(
         raise StudyError("the target interval width must be positive")
     if max_k is not None and max_k < study.overlap:
         raise StudyError(f"max k ({max_k}) is below the overlap ({study.overlap})")
+    if policy == "designed":
+        if max_k is not None:
+            raise StudyError("max k grows the adaptive design only: a designed study's k is fixed by its design")
+        chosen_design = _check_design(design, study)
+    elif design is not None:
+        raise StudyError(f"a design (n, m, k_overlap) is for the policy 'designed', not {policy!r}")
     items = list(session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id)))
+    if policy == "designed":
+        if chosen_design.pop("pool", len(items)) != len(items):
+            raise StudyError(f"the design was made for another pool of dialogues: the study's pool has {len(items)}")
+        if chosen_design["n"] > len(items):
+            raise StudyError(f"the design judges {chosen_design['n']} dialogues, the study's pool has {len(items)}")
     drawn = Drawn(policy, len(items), len(items))
-    if policy == "adaptive":
+    release_study(session, study.id)
+    if policy == "designed":
+        chosen_design, drawn = _draw_design(items, chosen_design)
+    elif policy == "adaptive":
         if study.kind != "satisfaction":
             raise StudyError("adaptive allocation chooses dialogues by their metric scores: satisfaction studies only")
         if budget is None:
@@ -139,11 +168,11 @@ def set_allocation(
         included = 0
         for group, (pi, take) in zip(groups, taken, strict=True):
             for item, p, t in zip(group, pi, take, strict=True):
-                item.pi, item.included = float(p), bool(t)
+                item.pi, item.included, item.k = float(p), bool(t), None
             included += int(take.sum())
         drawn = Drawn(policy, len(items), included, round(per_condition * len(conditions), 1))
     else:
-        session.execute(update(Item).where(Item.study_id == study.id).values(pi=None, included=True))
+        session.execute(update(Item).where(Item.study_id == study.id).values(pi=None, included=True, k=None))
     chosen = {
         "policy": policy,
         "question": question,
@@ -152,6 +181,8 @@ def set_allocation(
         "target_width": target_width,
         "max_k": max_k,
     }
+    if policy == "designed":
+        chosen["design"] = chosen_design
     old = design_of(study.settings)
     study.settings = {**(study.settings or {}), "allocation": chosen}
     record(
@@ -165,10 +196,57 @@ def set_allocation(
     return drawn
 
 
+def _check_design(design: dict | None, study: Study) -> dict:
+    """The designer's proposal as stored, checked: ``n`` ≥ 1 dialogues, an overlap subset of
+    0 ≤ ``m`` ≤ n with ``k_overlap`` ≥ 2 votes, a ``seed`` (the study's when left out)."""
+    design = dict(design or {})
+    missing = [key for key in DESIGN_KEYS if design.get(key) is None]
+    if missing:
+        raise StudyError(f"a design needs {', '.join(DESIGN_KEYS)} (missing: {', '.join(missing)})")
+    unknown = sorted(set(design) - {*DESIGN_KEYS, "seed", "pool"})
+    if unknown:
+        raise StudyError(f"a design has {', '.join(DESIGN_KEYS)}, seed and pool only, not {', '.join(unknown)}")
+    try:
+        n, m, k_overlap = (int(design[key]) for key in DESIGN_KEYS)
+        seed = int(design["seed"]) if design.get("seed") is not None else int((study.settings or {}).get("seed", 0))
+    except (TypeError, ValueError) as error:
+        raise StudyError(f"a design's n, m, k_overlap and seed are whole numbers ({error})") from None
+    if n < 1:
+        raise StudyError("a design judges at least one dialogue (n ≥ 1)")
+    if not 0 <= m <= n:
+        raise StudyError(f"the overlap subset (m = {m}) must be between 0 and the n = {n} dialogues judged")
+    if k_overlap < 2:
+        raise StudyError(f"k_overlap ({k_overlap}) must be at least 2: the overlap subset is what measures agreement")
+    checked = {"n": n, "m": m, "k_overlap": k_overlap, "seed": seed}
+    return checked if design.get("pool") is None else {**checked, "pool": int(design["pool"])}
+
+
+def _draw_design(items: list[Item], chosen: dict) -> tuple[dict, Drawn]:
+    """The design drawn over the study's items (in their order): ``included``, ``pi`` = n / pool and
+    ``k`` (k_overlap or 1; None for those left out) set on each; the design as stored (with the pool,
+    both probabilities and the judgements) and what was drawn."""
+    from metrics.design import Design
+
+    n, m, k_overlap, seed = chosen["n"], chosen["m"], chosen["k_overlap"], chosen["seed"]
+    judgements = n - m + m * k_overlap
+    design = Design("designed", n, m, k_overlap, judgements, None, len(items))
+    for item, k in zip(items, design.votes_per_dialogue(seed).tolist(), strict=True):
+        item.included, item.pi, item.k = k > 0, design.pi_dialogue, (k or None)
+    stored = {**chosen, "pool": len(items), "pi_dialogue": design.pi_dialogue, "pi_overlap": design.pi_overlap}
+    stored["judgements"] = judgements
+    return stored, Drawn("designed", len(items), n, judgements=judgements)
+
+
 def _describe(design: dict) -> str:
     parts = [design["policy"]]
     if design["policy"] == "adaptive":
         parts.append(f"question {design['question']}")
+    if design["policy"] == "designed" and design.get("design"):
+        d = design["design"]
+        parts.append(
+            f"{d['n']} of {d['pool']} dialogues, {d['m']} of them (π {d['pi_overlap']:.3g}) with k {d['k_overlap']}, "
+            f"the others k 1, seed {d['seed']}"
+        )
     for key in ("budget", "target_width", "max_k"):
         if design.get(key) is not None:
             parts.append(f"{key} {design[key]:g}")
@@ -195,19 +273,21 @@ def before_judgement(session: Session, study_id: int, item_id: int) -> None:
 def after_judgement(session: Session, study_id: int, item_id: int) -> bool:
     """In the judgement's transaction: a split dialogue of an adaptive study with ``max_k`` gets one
     more place; a study whose budget is spent closes.  True when this judgement closed the study."""
-    design = design_of(study_row(session, study_id).settings)
-    if design["policy"] == "uniform" and design["budget"] is None:
+    row = study_row(session, study_id)
+    design = design_of(row.settings)
+    if not _grows(design, row.overlap) and design["budget"] is None:
         return False
     study = session.get(Study, study_id)
     if _grows(design, study.overlap):  # the item was locked by before_judgement
         item = session.get(Item, item_id)
-        latest = (
+        latest = (  # the humans' votes: an automatic judge's place is never one of the k (issue 28)
             select(func.max(VoteEvent.id))
-            .where(VoteEvent.item_id == item_id, VoteEvent.question == MAIN_QUESTION)
+            .join(Annotator, Annotator.id == VoteEvent.annotator_id)
+            .where(VoteEvent.item_id == item_id, VoteEvent.question == MAIN_QUESTION, Annotator.kind != JUDGE)
             .group_by(VoteEvent.annotator_id)
         )
         values = [float(v) for v in session.scalars(select(VoteEvent.value).where(VoteEvent.id.in_(latest)))]
-        capacity = study.overlap + item.extra_capacity
+        capacity = (study.overlap if item.k is None else item.k) + item.extra_capacity
         if len(values) >= capacity and capacity < design["max_k"]:
             if not adaptive.settled(values, study.overlap, design["max_k"], SETTLED_WIDTH):
                 session.execute(update(Item).where(Item.id == item_id).values(extra_capacity=Item.extra_capacity + 1))

@@ -1,13 +1,14 @@
 """Who judges what next: choosing, claiming and releasing places on items.
 
-Each item goes to ``overlap`` (k) distinct annotators (+ what an admin re-opened).
+Each item goes to k distinct annotators (+ what an admin re-opened): its designed k (``items.k``, a
+designed study: issue 29), else the study's ``overlap``; every capacity is :func:`capacity`.
 ``claim_next`` picks, among items the annotator has not had and that still have room:
 least-annotated first; then the condition this annotator has seen least (conditions
 balanced); then a per-annotator shuffled order that is seeded and reproducible
 (sha256 of study seed, annotator name, item key and condition: ``_ranks``), among the ``WINDOW``
 least-held open items of each condition (ties in the count broken by the item's position).  An
 assignment left active past the study's timeout is reclaimed: its place goes to someone else.  An
-item never gets more than k holders (annotators who finished it or hold it unexpired).
+item never gets more than its k (+ extra) holders (annotators who finished it or hold it unexpired).
 
 An automatic judge (``annotators.kind = judge``, issue 28) is given every item of the study once, in
 the study's order, on places of its own (status ``judging`` then ``judged``): they never take one of
@@ -105,6 +106,12 @@ def reclaim_expired(session: Session, study: Study, now: datetime) -> int:
     return _release_rows(session, (Assignment.study_id == study.id, Assignment.assigned_at < cutoff(study, now)))
 
 
+def capacity(overlap):
+    """SQL: an item's places, ``coalesce(k, overlap) + extra_capacity`` (``k``: its designed votes,
+    issue 29; None: the study's ``overlap``, a bound parameter or a column)."""
+    return func.coalesce(Item.k, overlap) + Item.extra_capacity
+
+
 # The judgement path runs prepared Core statements on the session's connection: it is what every
 # annotator waits for, and on SQLite what holds the single write lock (issue 16).  Built once here,
 # compiled once by SQLAlchemy's cache; ``bindparam`` names are the parameters.
@@ -143,7 +150,7 @@ _CANDIDATES = (
         Item.study_id == bindparam("study"),
         Item.condition == bindparam("condition"),
         Item.included == true(),
-        Item.holders < bindparam("overlap") + Item.extra_capacity,
+        Item.holders < capacity(bindparam("overlap")),
         Item.id.not_in(_MINE),
     )
     .order_by(Item.holders, Item.position)
@@ -156,7 +163,7 @@ _SKIPPED = (
         Assignment.study_id == bindparam("study"),
         Assignment.annotator_id == bindparam("annotator"),
         Assignment.status == SKIPPED,
-        Item.holders < bindparam("overlap") + Item.extra_capacity,
+        Item.holders < capacity(bindparam("overlap")),
     )
     .order_by(Assignment.assigned_at, Item.id)
 )
@@ -167,11 +174,15 @@ _LAST_KEY = (
     .order_by(Assignment.assigned_at.desc(), Assignment.id.desc())
     .limit(1)
 )
-_OPEN_ITEM = select(Item.id).where(Item.id == bindparam("item"), Item.holders < bindparam("overlap") + Item.extra_capacity)
+# a place is taken only on an item the design judges (a draw may leave out an item someone held or can
+# name: an admin's vote, a place reclaimed when the design was fixed)
+_OPEN_ITEM = select(Item.id).where(
+    Item.id == bindparam("item"), Item.included == true(), Item.holders < capacity(bindparam("overlap"))
+)
 _OPEN_ITEM_SKIP, _OPEN_ITEM_WAIT = _OPEN_ITEM.with_for_update(skip_locked=True), _OPEN_ITEM.with_for_update()
 _TAKE_PLACE = (
     update(Item)
-    .where(Item.id == bindparam("item"), Item.holders < bindparam("overlap") + Item.extra_capacity)
+    .where(Item.id == bindparam("item"), Item.included == true(), Item.holders < capacity(bindparam("overlap")))
     .values(holders=Item.holders + 1)
 )
 _ADD_PLACE = update(Item).where(Item.id == bindparam("item")).values(holders=Item.holders + 1)
@@ -245,7 +256,8 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
     Cost does not grow with the study: each item keeps ``holders`` (places taken: done or held), kept by
     the transactions that change them, so the choice reads a few least-held open items per condition
     through the index (study, condition, holders) instead of every item and assignment.  A place is
-    taken by one conditional update (``holders = holders + 1 WHERE holders < overlap + extra``), so
+    taken by one conditional update (``holders = holders + 1 WHERE holders < coalesce(k, overlap) +
+    extra``), so
     the counter can never pass the item's capacity.  No study-wide lock: on PostgreSQL each candidate
     is first taken ``FOR UPDATE SKIP LOCKED``, so two annotators claim different items at once (one
     being claimed is passed over, and waited for only when nothing else is left).  The whole choice is
@@ -429,7 +441,7 @@ def skip_item(session: Session, annotator: Annotator, item_id: int) -> None:
 
 
 def reopen_item(session: Session, item_id: int, extra: int = 1) -> Item:
-    """Admin: allow ``extra`` more judgements on the item beyond the study's overlap."""
+    """Admin: allow ``extra`` more judgements on the item beyond its k (designed, else the overlap)."""
     item = lock_item(session, item_id)
     item.extra_capacity += extra
     return item

@@ -31,9 +31,10 @@ A link is not a licence to make accounts (issue 23: varying ``worker=`` made 300
 
 - Places: a link makes at most ``places`` workers (the admin's number; by default the study's need:
   ``ceil(judgements / quota)`` with a quota, else ``judgements`` (a worker judges at least one item),
-  where ``judgements`` is the places its items have, ``overlap`` each for the items it judges plus
-  any re-opened).  Workers who joined come back (a reload, another tab) whatever the count.  The
-  study's row is locked while a join counts, so joins at once never pass the number.
+  where ``judgements`` is the places its items have, k each for the items it judges (designed,
+  else the overlap) plus any re-opened).  Workers who joined come back (a reload, another tab)
+  whatever the count.  The study's row is locked while a join counts, so joins at once never pass
+  the number.
 - Per client: one client address (as the page sees it, ``pages.context.client_address``) brings at
   most ``JOINS_PER_CLIENT`` new workers in ``JOIN_WINDOW`` (default 5 in 10 minutes; set
   ``DST_JUDGE_JOINS_PER_CLIENT``), over every study.  The count is the ``crowd_workers`` rows
@@ -58,6 +59,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
+from annotate.assignment import capacity
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
@@ -87,11 +89,11 @@ def settings_of(study: Study) -> dict:
 
 def need(session: Session, study: Study, quota: int | None) -> int:
     """The workers the study needs: ``ceil(judgements / quota)``, or ``judgements`` without a quota
-    (``judgements``: ``overlap`` for each item it judges, plus the places re-opened)."""
-    items, extra = session.execute(
-        select(func.count(), func.sum(Item.extra_capacity)).where(Item.study_id == study.id, Item.included == true())
-    ).one()
-    judgements = int(items or 0) * study.overlap + int(extra or 0)
+    (``judgements``: k for each item it judges, designed or the overlap, plus the places re-opened)."""
+    judgements = session.scalar(
+        select(func.sum(capacity(study.overlap))).where(Item.study_id == study.id, Item.included == true())
+    )
+    judgements = int(judgements or 0)
     return max(1, math.ceil(judgements / quota) if quota else judgements)
 
 

@@ -177,18 +177,25 @@ def _progress(session: Session, user: Annotator, study_id: int, study: Access) -
         .join(Item, Item.id == VoteEvent.item_id)
         .where(VoteEvent.annotator_id == user.id, Item.study_id == study_id)
     )
-    # items to judge (an adaptive design leaves some out) and their extra places: from ix_items_capacity
+    # items to judge (an adaptive design leaves some out) and their places, each its k (designed, else
+    # the overlap) and its extra places: from ix_items_capacity
     total = select(func.count()).where(Item.study_id == study_id, Item.included == true()).scalar_subquery()
-    extra = select(func.sum(Item.extra_capacity)).where(Item.study_id == study_id, Item.included == true()).scalar_subquery()
+    places = (
+        select(func.sum(assignment.capacity(study.overlap)))
+        .where(Item.study_id == study_id, Item.included == true())
+        .scalar_subquery()
+    )
     judged = (
         select(func.count())
         .select_from(Assignment)
         .where(Assignment.study_id == study_id, Assignment.status == assignment.DONE)
         .scalar_subquery()
     )
-    done, skipped_any, voted_any, total, extra, judged = session.execute(select(mine, skipped, voted, total, extra, judged)).one()
+    done, skipped_any, voted_any, total, places, judged = session.execute(
+        select(mine, skipped, voted, total, places, judged)
+    ).one()
     # against the budget when the study has one (it closes once that is spent): issue 24
-    needed = allocation.judgements_total(allocation.design_of(study.settings), int(total) * study.overlap + int(extra or 0))
+    needed = allocation.judgements_total(allocation.design_of(study.settings), int(places or 0))
     quota = (study.settings.get("crowd") or {}).get("quota") if user.role == WORKER else None
     fraction = min(1.0, (judged or 0) / needed) if needed else 1.0
     return Progress(int(done or 0), int(total), fraction, quota), bool(skipped_any or voted_any)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from annotate import crowd, study_data
 from annotate.allocation import QUESTIONS, design_of, judgements_done
-from annotate.assignment import ACTIVE, DONE, JUDGED, cutoff
+from annotate.assignment import ACTIVE, DONE, JUDGED, capacity, cutoff
 from annotate.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import (
@@ -77,7 +77,7 @@ class ItemProgress:
     key: str
     condition: str | None
     done: int  # judgements finished
-    needed: int  # the item's places: the overlap plus what was re-opened
+    needed: int  # the item's places: its k (designed, else the overlap) plus what was re-opened
 
 
 @dataclass(frozen=True)
@@ -168,9 +168,11 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
     now = now or utcnow()
     study = session.get(Study, study_id)
     every = session.execute(
-        select(Item.id, Item.key, Item.condition, Item.extra_capacity, Item.included).where(Item.study_id == study_id)
+        select(Item.id, Item.key, Item.condition, capacity(study.overlap), Item.included).where(Item.study_id == study_id)
     ).all()
-    items = [row[:4] for row in every if row[4]]  # an adaptive design's left-out items are not to be judged
+    # (id, key, condition, places: its k, designed or the overlap, + extra); an adaptive or designed
+    # draw's left-out items are not to be judged
+    items = [row[:4] for row in every if row[4]]
     done = session.execute(
         select(Assignment.item_id, Annotator.name)
         .join(Annotator, Annotator.id == Assignment.annotator_id)
@@ -210,8 +212,8 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
         held[name] = held.get(name, 0) + 1
         if name in per_annotator:
             per_annotator[name][1] += 1
-    needed = sum(study.overlap + extra for _, _, _, extra in items)
-    finished = sum(min(per_item_done.get(i, 0), study.overlap + extra) for i, _, _, extra in items)
+    needed = sum(places for _, _, _, places in items)
+    finished = sum(min(per_item_done.get(i, 0), places) for i, _, _, places in items)
     n_votes = session.scalar(select(func.count()).select_from(VoteEvent).join(Item).where(Item.study_id == study_id))
     shown = crowd.display_names(session, study_id)
     rename = lambda counts: {shown.get(name, name): value for name, value in counts.items()}  # noqa: E731
@@ -225,16 +227,14 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
         judgements_done=finished,
         judgements_needed=needed,
         fraction_done=finished / needed if needed else 1.0,
-        items_complete=sum(1 for i, _, _, extra in items if per_item_done.get(i, 0) >= study.overlap + extra),
+        items_complete=sum(1 for i, _, _, places in items if per_item_done.get(i, 0) >= places),
         vote_events=int(n_votes or 0),
         annotators={name: AnnotatorCounts(*counts) for name, counts in sorted(rename(per_annotator).items())},
         held=dict(sorted(rename(held).items())),
         time_per_item=rename(time_per_item(session, study_id)),
         attention=attention,
         workers=crowd.workers(session, study_id, attention),
-        per_item=[
-            ItemProgress(key, condition, per_item_done.get(i, 0), study.overlap + extra) for i, key, condition, extra in items
-        ],
+        per_item=[ItemProgress(key, condition, per_item_done.get(i, 0), places) for i, key, condition, places in items],
     )
 
 
@@ -305,7 +305,7 @@ def leave_out_excluded(session: Session, data: StudyData, study_id: int) -> list
     names = {e.annotator for e in excluded}
     kept = replace(data, votes=[v for v in data.votes if v["annotator"] not in names], history=[])
     kind = get_kind(data.kind)
-    extra = any(i.capacity > data.overlap for i in data.items)
+    extra = any(i.extra for i in data.items)
     first_seen = study_data.first_vote_order(session, study_id) if extra and kind.dialogues is not None else None
     inner = study_data.bind_analyser(kept, kind, first_seen)
     note = exclusion_note(excluded)
@@ -550,7 +550,7 @@ NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
 def inputs_version(session, study_id: int) -> tuple:
     """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
     kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
-    (append-only: count and newest id), its items' capacity, draw and inclusion probabilities, their
+    (append-only: count and newest id), its items' capacity (extra places, designed k), draw and inclusion probabilities, their
     gold answers (only the items with gold, few: read whole), its members and the annotators left out of
     its analysis (append-only events: count and newest id).  Any write that changes
     an input changes it, whichever path (app, CLI, a script) made the write.
@@ -588,6 +588,8 @@ def inputs_version(session, study_id: int) -> tuple:
         func.sum(Item.id * Item.extra_capacity).label("extra_by_id"),
         func.sum(case((Item.included == true(), Item.id), else_=0)).label("included_by_id"),
         func.sum(Item.id * Item.pi).label("pi_by_id"),
+        func.sum(Item.k).label("k"),  # the designed votes per item (issue 29)
+        func.sum(Item.id * Item.k).label("k_by_id"),
         where=Item.study_id == study_id,
     )
     members = aggregate(
@@ -625,6 +627,8 @@ def inputs_version(session, study_id: int) -> tuple:
             members.c.added,
             left_out.c.n,
             left_out.c.last,
+            items.c.k,
+            items.c.k_by_id,
         )
         .select_from(Study)
         .join(votes, true())

@@ -393,6 +393,8 @@ def add_person(
         raise StudyError(f"kind must be one of {', '.join(KINDS_OF_ANNOTATOR)}")
     if kind == JUDGE and role != "annotator":
         raise StudyError("an automatic judge is an annotator, never an admin")
+    if kind == JUDGE and password:
+        raise StudyError("an automatic judge has no password: it votes through the HTTP API with a token")
     with write_session(engine) as session:
         person = add_annotator(session, name, password, role)
         person.kind = kind
@@ -400,8 +402,12 @@ def add_person(
 
 
 def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
+    from annotate.store.models import JUDGE
+
     require_admin(user)
     with write_session(engine) as session:
+        if session.scalar(select(Annotator.kind).where(Annotator.name == name)) == JUDGE:
+            raise StudyError(f"{name!r} is an automatic judge: it has no password (it votes through the HTTP API with a token)")
         set_password(session, name, password)  # also ends their sessions and clears failed logins
 
 
@@ -855,6 +861,52 @@ def export_files(
         through = studies.last_vote(session, study_id)
     data = reports.load_study(engine, study_id, history=history)
     return ExportFiles(write(data, fmt, settings, history=history, condition=condition), study_id, through)
+
+
+def set_designed_k(
+    engine: Engine, user: Annotator, study_id: int, design: dict, *, budget: int | None = None
+) -> allocation.Drawn:
+    """Fix the study's design to the designer's proposal (issue 29; ``metrics.design``), before its first
+    vote: ``design`` has ``n``, ``m``, ``k_overlap`` and optionally ``seed`` (a proposal's
+    ``as_dict()["proposal"]`` with a seed will do: its ``pool`` must be the study's items, the other
+    keys are the designer's own and left out).
+    ``annotate.allocation`` (policy ``designed``) draws the n dialogues and the overlap subset and
+    records the design in the study's settings and change log."""
+    require_admin(user)
+    chosen = {key: design[key] for key in (*allocation.DESIGN_KEYS, "seed", "pool") if key in design}
+    with write_session(engine) as session:
+        study = assignment.lock_study(session, study_id)
+        return allocation.set_allocation(session, study, user, policy="designed", budget=budget, design=chosen)
+
+
+def design_proposal(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    *,
+    icc: float,
+    budget: int | None = None,
+    target_width: float | None = None,
+    lam: float = 0.5,
+    r_a: float = 0.4,
+    r_b: float = 0.3,
+):
+    """The designer's proposal for the study's pool (``metrics.design.design``, issue 29): FGA at ``lam``
+    against JGA, scored on the study's dialogues (its first system), for a budget or a target width at a
+    pilot's or prior single-rating ICC; with uniform k = 3 and the FGA study's 11 × 100 beside it.
+    ValueError (the designer's reason) when no identified design fits."""
+    from metrics.analysis import per_dialogue_metrics
+    from metrics.corpus import ScoreSettings
+    from metrics.design import design
+
+    require_admin(user)
+    data = reports.load_study(engine, study_id)
+    if not data.dialogues:
+        raise StudyError("the designer needs metric scores: a dialogue satisfaction study")
+    label = f"{lam:g}"
+    _, values = per_dialogue_metrics(next(iter(data.dialogues.values())), ScoreSettings(lambdas=(lam,), lambda_labels=(label,)))
+    scores = {"fga": values[f"fga_{label}"], "jga": values["jga"]}
+    return design("comparison", scores, budget, target_width, icc=icc, r_a=r_a, r_b=r_b, metric_a="fga", metric_b="jga")
 
 
 # --- the HTTP API (issue 28): tokens, and the annotator's loop as data -------------------------------

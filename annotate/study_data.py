@@ -40,7 +40,16 @@ def read_study(session, study: str | int, *, history: bool = False) -> StudyData
     ``progress_report`` is left empty (``annotate.reports.load_study`` fills it)."""
     row = find_study(session, study)
     items = [
-        ItemRecord(i.key, i.condition, list(i.questions), i.payload, i.gold, row.overlap + i.extra_capacity, i.pi)
+        ItemRecord(
+            i.key,
+            i.condition,
+            list(i.questions),
+            i.payload,
+            i.gold,
+            (i.k or row.overlap) + i.extra_capacity,  # its designed k (issue 29), else the overlap, + added places
+            i.pi,
+            i.extra_capacity,
+        )
         for i in session.scalars(select(Item).where(Item.study_id == row.id).order_by(Item.position, Item.id))
     ]
     kind = get_kind(row.kind)
@@ -56,7 +65,7 @@ def read_study(session, study: str | int, *, history: bool = False) -> StudyData
         dialogues=kind.dialogues(items) if kind.dialogues is not None else {},
         adjudications=adjudications(session, row.id),
     )
-    extra = {(i.key, i.condition or ""): i.capacity - row.overlap for i in items if i.capacity > row.overlap}
+    extra = {(i.key, i.condition or ""): i.extra for i in items if i.extra}
     first_seen = first_vote_order(session, row.id) if extra and kind.dialogues is not None else None
     data.analyser = bind_analyser(data, kind, first_seen)
     return data
@@ -71,7 +80,8 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
     (``first_seen``: (unit, annotator) -> that event's id; ``metrics.adaptive.fixed_part``), so no
     stopping decision moves the estimate; every vote still counts in agreement and majority labels,
     and the tables say so in a note.  With no extra places (or ``first_seen`` None) nothing changes."""
-    extra = {(i.key, i.condition or ""): i.capacity - data.overlap for i in data.items if i.capacity > data.overlap}
+    # places added from the votes (max_k growth, re-opens), never a designed k (issue 29)
+    extra = {(i.key, i.condition or ""): i.extra for i in data.items if i.extra}
 
     judges = sorted({v["annotator"] for v in data.votes if v.get("annotator_kind") == "judge"})
 

@@ -171,6 +171,7 @@ def cast_vote(
     value = check_value(study, item, question, value)
     judge = getattr(annotator, "kind", None) == JUDGE and source != "import"
     if judge:  # an automatic judge: a place of its own, never one of the item's k (annotate.assignment)
+        source = "judge"  # an automatic judge's vote (vote_events.source: human | import | judge)
         if place is None or place.status not in (JUDGING, JUDGED):
             judge_place(connection, item.study_id, item_id, annotator.id, now)
             place = _Place(*_MY_PLACE.first(connection, keys))
@@ -184,12 +185,17 @@ def cast_vote(
         # Overlap governs live assignment only: imported (past) judgements are taken as they are.
         if not claim(session, study, item_id, annotator, now, force=source == "import"):
             taken = connection.execute(select(func.count()).where(Assignment.item_id == item_id, holding(study, now))).scalar()
+            # its places: designed k (issue 29), else the overlap; none when the design left it out
+            k, included = connection.execute(select(Item.k, Item.included).where(Item.id == item_id)).one()
+            if not included:
+                raise CapacityError(f"item {item.key} is not judged in this study's design; your answer was not stored")
             if place is not None:  # they had it on their screen: their place timed out and went to others
                 minutes = float(study.settings.get("timeout_minutes", DEFAULT_TIMEOUT_MINUTES))
                 why = "you had skipped it" if place.status == SKIPPED else f"your place on it timed out after {minutes:g} minutes"
                 raise Reassigned(f"Item {item.key} went to another annotator ({why}); your answer was not stored.")
             raise CapacityError(
-                f"item {item.key} already has {taken} annotators (overlap {study.overlap}); an admin can re-open it"
+                f"item {item.key} already has {taken} annotators "
+                f"({'overlap' if k is None else 'designed k'} {study.overlap if k is None else k}); an admin can re-open it"
             )
         place = _Place(*_MY_PLACE.first(connection, keys))
     values = dict(
@@ -356,10 +362,11 @@ def check_vote_rows(session: Session, study_id: int, path, text: str) -> Iterato
     for found in session.execute(select(Item.id, Item.key, Item.condition, Item.questions).where(Item.study_id == study_id)):
         items.setdefault(found.key, []).append(_ImportItem(*found))
     rows = csv_rows(path, text, {"item", "annotator", "question", "value"}, "a votes file has item, annotator, question, value")
-    return _checked(rows, study, name, items, path)
+    judges = set(session.scalars(select(Annotator.name).where(Annotator.kind == JUDGE)))
+    return _checked(rows, study, name, items, path, judges)
 
 
-def _checked(rows, study, name: str, items: dict, path) -> Iterator[StagedVote]:
+def _checked(rows, study, name: str, items: dict, path, judges: set[str] = frozenset()) -> Iterator[StagedVote]:
     for line, row in rows:
         key = unneutralise(row["item"] or "")
         condition = unneutralise(row.get("condition") or "")
@@ -373,6 +380,8 @@ def _checked(rows, study, name: str, items: dict, path) -> Iterator[StagedVote]:
             raise ReaderError(path, f"line {line}", "empty annotator name")
         if len(annotator) > 100:
             raise ReaderError(path, f"line {line}", "an annotator name has at most 100 characters")
+        if annotator in judges:  # its places are its own (never one of the k): its votes come through the API
+            raise ReaderError(path, f"line {line}", f"{annotator!r} is an automatic judge: its votes come through the HTTP API")
         question, seconds = unneutralise(row["question"] or ""), row.get("seconds")
         try:
             value = check_value(study, matches[0], question, unneutralise(row["value"] or ""))

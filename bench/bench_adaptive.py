@@ -2,6 +2,7 @@
 
     python -m bench.bench_adaptive [--replicates 60] [--budget 300] [--pool 1000] [--k 3]
                                    [--scale binary|five] [--resamples 400] [--json]
+    python -m bench.bench_adaptive --seeds 5 [--replicates 60] [--budget 900] [--json]   (issue 29)
 
 The pool is the fixture dialogues repeated with seeded perturbations of their predictions
 (``bench/corpus.py``, as the other benches use) plus, with ``--synthetic N``, N synthetic
@@ -18,6 +19,23 @@ same estimator on the whole pool, averaged over 20 draws of its votes (what judg
 k times would give).  Reported per design: mean CI width, RMSE, bias and CI coverage; ``saving``
 = 1 - (judgements adaptive needs for uniform's mean CI width) / budget, found by running adaptive
 at smaller budgets and interpolating (negative: adaptive needs more).
+
+**``--seeds N`` (issue 29): the designer** (``metrics.design``) against uniform k = 3 at the same budget
+and against the FGA study's 11 x 100, for seeds ``--seed`` .. ``--seed + N - 1`` (each its own pool and
+rater population), binary and 1-5 ratings.  Here the dialogues' quality is fixed per seed and the 20
+raters are a fixed population, so each dialogue's *expected rating over the rater population* is known
+exactly (:func:`expected_ratings`); the truth, the same for every design, is the pool-level
+r(FGA, expected) − r(JGA, expected) and argmax_λ r(FGA_λ, expected) — k-free.  The designer gets the
+population's single-rating ICC(1,1) and the true ρ's as its prior (an oracle pilot).  Each replicate
+draws the design afresh (n dialogues at random, a random m of them with k_o votes, the rest one):
+r(FGA) − r(JGA) by ``metrics.design.corrected_difference`` (r / √reliability, jackknife over dialogues)
+for every design, uniform k = 3 included; λ* by ``adaptive.lambda_star`` on the dialogue means with
+equal weights (the designer has no λ question: λ* uses the comparison's k allocation; λ* is the
+argmax, which the common factor √reliability does not move).  ``saving`` = 1 − (judgements the
+designer needs for the reference's mean CI width) / the reference's judgements, the designer re-run at
+fractions of the budget and interpolated as above.  Rows: {binary, 1-5} x {r(FGA) − r(JGA), λ*} vs
+uniform k = 3, and r(FGA) − r(JGA) vs 11 x 100 (both scales); per seed and median [min, max].
+The simulated raters' ICC(1,1) is about 0.26 (binary) and 0.72 (1-5): ``icc`` in the output.
 """
 
 from __future__ import annotations
@@ -159,10 +177,240 @@ def run_question(question: str, data: dict, args, rng: np.random.Generator) -> d
     }
 
 
+# ---------------------------------------------------------------- issue 29: the designer vs uniform k = 3 and 11 x 100
+
+N_RATERS = 20
+RATER_SD = 0.3
+FIVE_NOISE = 0.7
+DESIGNER_FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+FGA_FRACTIONS = (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
+
+
+def expected_ratings(quality: np.ndarray, bias: np.ndarray, scale: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each dialogue's expected rating over the rater population (``bias``: the raters) and the variance
+    of one vote around it (rater and response noise): exact, no simulation."""
+    from scipy.stats import norm
+
+    latent = quality[:, None] + bias[None, :]
+    if scale == "binary":
+        p = 1 / (1 + np.exp(-latent))
+        first, second = p, p
+    else:  # clip(rint(3 + latent + N(0, 0.7)), 1, 5): P(vote >= c + 0.5) for c = 1.5 .. 4.5
+        cuts = np.array([1.5, 2.5, 3.5, 4.5])
+        above = norm.cdf((3 + latent[..., None] - cuts) / FIVE_NOISE)  # P(vote >= 2), ..., P(vote >= 5)
+        probs = np.concatenate([1 - above[..., :1], above[..., :-1] - above[..., 1:], above[..., -1:]], axis=-1)
+        values = np.arange(1, 6, dtype=float)
+        first, second = probs @ values, probs @ values**2
+    expected = first.mean(axis=1)
+    return expected, second.mean(axis=1) - expected**2
+
+
+class PopulationRaters:
+    """A fixed population of raters (bias SD 0.3) and dialogues of fixed quality: votes for any design,
+    and the expected rating over the population (the k-free truth)."""
+
+    def __init__(self, quality: np.ndarray, scale: str, rng: np.random.Generator, n_raters: int = N_RATERS):
+        self.quality, self.scale, self.rng = quality, scale, rng
+        self.bias = rng.normal(0, RATER_SD, n_raters)
+        self.expected, within = expected_ratings(quality, self.bias, scale)
+        between = float(self.expected.var())
+        self.icc = between / (between + float(within.mean()))  # the population single-rating ICC(1,1)
+
+    def matrix(self, rows: np.ndarray, k: np.ndarray) -> np.ndarray:
+        """Votes on ``rows``, k[i] distinct raters each: rows x max(k), NaN past a dialogue's k."""
+        width = int(k.max())
+        raters = self.rng.random((rows.size, len(self.bias))).argsort(axis=1)[:, :width]
+        latent = self.quality[rows][:, None] + self.bias[raters]
+        if self.scale == "binary":
+            votes = (self.rng.random(latent.shape) < 1 / (1 + np.exp(-latent))).astype(float)
+        else:
+            votes = np.clip(np.rint(3 + latent + self.rng.normal(0, FIVE_NOISE, latent.shape)), 1, 5)
+        votes[np.arange(width)[None, :] >= k[:, None]] = np.nan
+        return votes
+
+
+def _r(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _needed(fractions, widths, target) -> float:
+    """The budget fraction whose mean width reaches ``target`` (linear between the measured fractions;
+    by 1/√n beyond them)."""
+    fractions, widths = np.asarray(fractions, dtype=float), np.asarray(widths, dtype=float)
+    if widths[-1] > target:
+        return float(fractions[-1] * (widths[-1] / target) ** 2)
+    if widths[0] <= target:
+        return float(fractions[0] * (widths[0] / target) ** 2)
+    i = int(np.flatnonzero(widths <= target)[0])
+    f0, f1, w0, w1 = fractions[i - 1], fractions[i], widths[i - 1], widths[i]
+    return float(f0 + (w0 - target) / (w0 - w1) * (f1 - f0))
+
+
+def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
+    """One seed, one rating scale: the four comparisons (designer vs uniform k = 3 for r(FGA) − r(JGA)
+    and λ*; designer vs 11 x 100 for r(FGA) − r(JGA))."""
+    from metrics.design import corrected_difference, design
+
+    n_pool = len(data["jga"])
+    fga_at, jga, fga = data["fga_at"], data["jga"], data["fga"]
+    rng = np.random.default_rng([seed, 29, 0 if scale == "binary" else 1])
+    z = (fga_at - fga_at.mean()) / fga_at.std()
+    raters = PopulationRaters(1.2 * z + rng.normal(0, args.quality_noise, n_pool), scale, rng)
+    expected = raters.expected
+    r_a, r_b = _r(fga_at, expected), _r(jga, expected)
+    truths = {
+        "fga_vs_jga": r_a - r_b,
+        "lambda": float(LAMBDA_GRID[int(np.argmax([_r(fga[:, j], expected) for j in range(len(LAMBDA_GRID))]))]),
+    }
+
+    def propose(budget: float):
+        return design(
+            "comparison",
+            {"fga": fga_at, "jga": jga},
+            budget=int(round(budget)),
+            icc=raters.icc,
+            r_a=r_a,
+            r_b=r_b,
+            metric_a="fga",
+            metric_b="jga",
+        ).proposal
+
+    def simulate(question: str, n: int, m: int, k_o: int) -> dict:
+        """``replicates`` draws of the design (n dialogues at random, m of them with k_o votes, the rest 1)."""
+        truth = truths[question]
+        estimates, widths, covered, failed = [], [], [], 0
+        for rep in range(args.replicates):
+            rows = np.sort(rng.choice(n_pool, size=n, replace=False))
+            k = np.ones(n, dtype=int)
+            k[rng.choice(n, size=m, replace=False)] = k_o
+            votes = raters.matrix(rows, k)
+            if question == "fga_vs_jga":
+                try:
+                    est = corrected_difference(fga_at[rows], jga[rows], votes)
+                except ValueError:  # not identified in this draw (ICC estimate <= 0)
+                    failed += 1
+                    continue
+                value, low, high = est.estimate, est.low, est.high
+            else:
+                row = adaptive.lambda_star(
+                    fga[rows], LAMBDA_GRID, np.nanmean(votes, axis=1), np.ones(n), resamples=args.resamples, seed=rep
+                )
+                value, (low, high) = row["lambda_star"], (row["ci"] or (None, None))
+            estimates.append(value)
+            if low is not None:
+                widths.append(high - low)
+                covered.append(low <= truth <= high)
+        est = np.array(estimates, dtype=float)
+        return {
+            "n": n,
+            "m": m,
+            "k_overlap": k_o,
+            "judgements": n + m * (k_o - 1),
+            "ci_width": float(np.mean(widths)) if widths else None,
+            "bias": float(est.mean() - truth) if est.size else None,
+            "rmse": float(np.sqrt(np.mean((est - truth) ** 2))) if est.size else None,
+            "coverage": float(np.mean(covered)) if covered else None,
+            "not_identified": failed,
+        }
+
+    def versus(question: str, reference: dict, budget: int, fractions) -> dict:
+        curve = {}
+        for f in fractions:
+            try:
+                d = propose(f * budget)
+            except ValueError:  # the designer refuses: no identified design at this budget
+                continue
+            curve[f] = simulate(question, d.n, d.m, d.k_overlap)
+        usable = [f for f in fractions if f in curve and curve[f]["ci_width"] is not None]
+        target = reference["ci_width"]
+        needed = _needed(usable, [curve[f]["ci_width"] for f in usable], target) if usable and target else None
+        return {
+            "truth": truths[question],
+            "reference": reference,
+            "designer": curve.get(1.0),
+            "designer_by_budget": {
+                f"{f:g}": {k: curve[f][k] for k in ("n", "m", "k_overlap", "judgements", "ci_width")} for f in usable
+            },
+            "saving": None if needed is None else 1 - needed,
+        }
+
+    budget = args.budget
+    n3 = budget // 3
+    out = {"icc": raters.icc, "r_fga": r_a, "r_jga": r_b}
+    for question in ("fga_vs_jga", "lambda"):
+        out[question] = versus(question, simulate(question, n3, n3, 3), 3 * n3, DESIGNER_FRACTIONS)
+    out["fga_vs_jga_vs_11x100"] = versus("fga_vs_jga", simulate("fga_vs_jga", 100, 100, 11), 1100, FGA_FRACTIONS)
+    return out
+
+
+ROWS = (
+    ("binary", "fga_vs_jga", "binary r(FGA)-r(JGA) vs uniform k=3"),
+    ("binary", "lambda", "binary lambda* vs uniform k=3"),
+    ("five", "fga_vs_jga", "1-5 r(FGA)-r(JGA) vs uniform k=3"),
+    ("five", "lambda", "1-5 lambda* vs uniform k=3"),
+    ("binary", "fga_vs_jga_vs_11x100", "binary r(FGA)-r(JGA) vs 11 x 100"),
+    ("five", "fga_vs_jga_vs_11x100", "1-5 r(FGA)-r(JGA) vs 11 x 100"),
+)
+
+
+def _spread(values) -> dict:
+    v = np.array([x for x in values if x is not None], dtype=float)
+    if v.size == 0:
+        return {"median": None, "min": None, "max": None}
+    return {"median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())}
+
+
+def run_seeds(args) -> dict:
+    per_seed = []
+    for seed in range(args.seed, args.seed + args.seeds):
+        data = pool_metrics(args.pool, args.synthetic, seed)
+        data["fga_at"] = data["fga"][:, LAMBDA_GRID.index(round(float(args.truth), 2))]
+        per_seed.append({"seed": seed, **{scale: _seed_scale(data, scale, seed, args) for scale in ("binary", "five")}})
+    rows = []
+    for scale, key, label in ROWS:
+        blocks = [s[scale][key] for s in per_seed]
+        row = {"row": label, "scale": scale, "question": key, "saving": _spread([b["saving"] for b in blocks])}
+        for design_name in ("designer", "reference"):
+            for stat in ("bias", "rmse", "coverage", "ci_width"):
+                row[f"{design_name}_{stat}"] = _spread([(b[design_name] or {}).get(stat) for b in blocks])
+            row[f"{design_name}_abs_bias"] = _spread(
+                [abs(b[design_name]["bias"]) if b[design_name] and b[design_name]["bias"] is not None else None for b in blocks]
+            )
+        row["icc"] = _spread([s[scale]["icc"] for s in per_seed])
+        rows.append(row)
+    return {
+        "seeds": args.seeds,
+        "replicates": args.replicates,
+        "budget": 3 * (args.budget // 3),
+        "pool": args.pool + args.synthetic,
+        "quality_noise": args.quality_noise,
+        "truth": "pool-level correlation with each dialogue's expected rating over the rater population (k-free)",
+        "summary": rows,
+        "per_seed": per_seed,
+    }
+
+
+def print_seeds(result: dict) -> None:
+    print(
+        f"pool {result['pool']} dialogues, budget {result['budget']} judgements, {result['seeds']} seeds x "
+        f"{result['replicates']} replicates; median [min, max] over seeds"
+    )
+    for row in result["summary"]:
+        s, b, c = row["saving"], row["designer_abs_bias"], row["designer_coverage"]
+
+        def fmt(d, spec=".2f"):
+            return "n/a" if d["median"] is None else f"{d['median']:{spec}} [{d['min']:{spec}}, {d['max']:{spec}}]"
+
+        print(
+            f"{row['row']:<36} ICC {row['icc']['median']:.2f}  saving {fmt(s)}  |bias| {fmt(b, '.3f')}  "
+            f"coverage {fmt(c)}  (reference coverage {fmt(row['reference_coverage'])})"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicates", type=int, default=60)
-    parser.add_argument("--budget", type=int, default=300, help="judgements (votes)")
+    parser.add_argument("--budget", type=int, default=None, help="judgements (votes); 300, or 900 with --seeds")
     parser.add_argument("--pool", type=int, default=1000, help="dialogues built from the fixtures")
     parser.add_argument("--synthetic", type=int, default=1000, help="synthetic dialogues added to the pool")
     parser.add_argument("--k", type=int, default=3, help="votes per judged dialogue")
@@ -171,7 +419,25 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--seeds", type=int, default=0, help="issue 29: the designer vs uniform k = 3 and 11 x 100 over this many seeds"
+    )
+    parser.add_argument(
+        "--quality-noise",
+        type=float,
+        default=0.6,
+        help="with --seeds: SD of the dialogue quality no metric sees (larger: lower ρ's and ICC)",
+    )
     args = parser.parse_args()
+    if args.budget is None:
+        args.budget = 900 if args.seeds else 300
+    if args.seeds:
+        result = run_seeds(args)
+        if args.json:
+            print(json.dumps(result, indent=1))
+        else:
+            print_seeds(result)
+        return
     data = pool_metrics(args.pool, args.synthetic, args.seed)
     data["fga_at"] = data["fga"][:, LAMBDA_GRID.index(round(float(args.truth), 2))]
     rng = np.random.default_rng(args.seed)

@@ -24,6 +24,7 @@ class ItemRecord:
     gold: dict | None
     capacity: int
     pi: float | None = None  # inclusion probability under an adaptive design (annotate.allocation); None: uniform
+    extra: int = 0  # places added after the design (re-opens, max_k growth): decided from the votes (issue 26)
 
 
 @dataclass

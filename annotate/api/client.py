@@ -24,6 +24,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 
+COMMAND_TIMEOUT = 600  # seconds the judge's command may take on one item
 RETRIES = 5  # a 503 (database unreachable) or a lost connection: tried again, waiting 1, 2, 4, ... s
 
 
@@ -88,6 +89,8 @@ def answers_from(output: str, item: dict) -> tuple[dict[str, str], str]:
     ({'satisfied': '0'}, '')
     >>> answers_from('{"answers": {"correct": "1"}, "comment": "ok"}', {"questions": []})
     ({'correct': '1'}, 'ok')
+    >>> answers_from('{"correct": true, "human_like": 0.0}', {"questions": []})
+    ({'correct': '1', 'human_like': '0'}, '')
     """
     text = output.strip()
     try:
@@ -99,10 +102,19 @@ def answers_from(output: str, item: dict) -> tuple[dict[str, str], str]:
         comment = str(parsed.get("comment", ""))
         parsed = parsed["answers"]
     if isinstance(parsed, dict):
-        return {str(k): str(v) for k, v in parsed.items()}, comment
+        return {str(k): _answer(v) for k, v in parsed.items()}, comment
     if len(item["questions"]) == 1 and text:
-        return {item["questions"][0]["name"]: str(parsed)}, comment
+        return {item["questions"][0]["name"]: _answer(parsed)}, comment
     raise ClientError(f"the judge's output is not a JSON object of answers: {text[:200]!r}")
+
+
+def _answer(value) -> str:
+    """An answer as the API takes it: JSON true/false as 1/0, a whole number without its ".0"."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def run(base: str, token: str, study: str, command: str, *, limit: int | None = None, log=print) -> int:
@@ -118,7 +130,10 @@ def run(base: str, token: str, study: str, command: str, *, limit: int | None = 
         if item is None:
             break
         stdin = json.dumps({"study": found["name"], "guideline": found["guideline"], "item": item}, ensure_ascii=False)
-        done = subprocess.run(command, shell=True, input=stdin, capture_output=True, text=True, timeout=600)
+        try:
+            done = subprocess.run(command, shell=True, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise ClientError(f"the judge's command took more than {COMMAND_TIMEOUT} s on item {item['key']}") from None
         if done.returncode != 0:
             why = done.stderr.strip()[:500]
             raise ClientError(f"the judge's command failed on item {item['key']} (exit {done.returncode}): {why}")

@@ -192,7 +192,7 @@ def _design_settings(engine, user, study) -> None:
         policy = left.radio(
             "Design",
             ["uniform", "adaptive"],
-            index=["uniform", "adaptive"].index(current["policy"]),
+            index=["uniform", "adaptive"].index(current["policy"]) if current["policy"] in ("uniform", "adaptive") else 0,
             horizontal=True,
             help=explained,
         )
@@ -226,6 +226,61 @@ def _design_settings(engine, user, study) -> None:
             )
             if drawn:
                 note.success(f"Design set: {drawn.policy}, {drawn.included} of {drawn.items} items will be judged.")
+    if current["policy"] == "designed":
+        fixed = current.get("design") or {}
+        st.caption(
+            f"Now: the designer's design ({fixed.get('n')} dialogues, {fixed.get('m')} of them with "
+            f"{fixed.get('k_overlap')} votes, the others 1; {fixed.get('judgements')} judgements)."
+        )
+    _designer(engine, user, study)
+
+
+def _designer(engine, user, study) -> None:
+    """The designer (issue 29, ``metrics.design``): dialogues and votes per dialogue chosen together for
+    the narrowest predicted interval of r(FGA) - r(JGA) (corrected for the ratings' reliability), beside
+    uniform k = 3 and the FGA study's 11 x 100; the admin can fix the proposal before the first vote."""
+    st.markdown("**Designer**: k and the dialogues chosen together (satisfaction studies)")
+    left, middle, right = st.columns(3)
+    icc = left.number_input("Single-rating ICC (a pilot's, or a prior)", 0.01, 0.99, 0.3, 0.05, key=f"designer-icc-{study.id}")
+    budget = middle.number_input("Budget (judgements)", 1, value=1200, key=f"designer-budget-{study.id}")
+    lam = right.number_input("FGA λ", 0.0, value=0.5, step=0.05, key=f"designer-lambda-{study.id}")
+    kept = f"designer-proposal-{study.id}"
+    if st.button("Propose a design", key=f"designer-go-{study.id}"):
+        try:
+            st.session_state[kept] = service.design_proposal(
+                engine, user, study.id, icc=float(icc), budget=int(budget), lam=float(lam)
+            )
+        except ValueError as err:
+            st.session_state.pop(kept, None)
+            st.warning(f"No design proposed: {err}")
+    found = st.session_state.get(kept)
+    if found is None:
+        return
+    rows = [
+        {
+            "design": label,
+            "dialogues": d.n,
+            "overlap": f"{d.m} x k={d.k_overlap}" if d.m else "-",
+            "judgements": d.judgements,
+            "predicted 95% width": round(d.width, 3),
+        }
+        for label, d in (
+            ("designer", found.proposal),
+            ("uniform k = 3", found.uniform_k3),
+            ("FGA study 11 x 100", found.fga_11x100),
+        )
+        if d is not None
+    ]
+    show_table(rows, "designer")
+    saving = found.saving_vs_uniform()
+    if saving is not None:
+        st.text(f"Uniform k = 3 needs {found.uniform_needed} judgements for the same width: a saving of {saving:.2f}.")
+    for note in found.notes:
+        st.caption(note)
+    if st.button("Fix this design (before the first vote)", key=f"designer-fix-{study.id}"):
+        drawn = guard(lambda: service.set_designed_k(engine, user, study.id, {**found.proposal.as_dict(), "seed": 0}))
+        if drawn:
+            st.success(f"Design set: designed, {drawn.included} of {drawn.items} items will be judged.")
 
 
 def _crowd_settings(engine, user, study) -> None:

@@ -70,7 +70,7 @@ class Item(Base):
     __table_args__ = (
         UniqueConstraint("study_id", "key", "condition", name="uq_item_key"),
         Index("ix_items_open", "study_id", "condition", "included", "holders", "position"),
-        Index("ix_items_capacity", "study_id", "included", "extra_capacity"),
+        Index("ix_items_capacity", "study_id", "included", "extra_capacity", "k"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -89,6 +89,9 @@ class Item(Base):
     # included, each with inclusion probability ``pi`` (None: the uniform design)
     included: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     pi: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # places by design (a designed study: k_overlap on the overlap subset, one on the others); None:
+    # the study's overlap.  Every capacity is ``coalesce(k, overlap) + extra_capacity`` (issue 29)
+    k: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
     study: Mapped[Study] = relationship(back_populates="items")
 
@@ -136,7 +139,7 @@ class VoteEvent(Base):
     value: Mapped[str] = mapped_column(Text)
     comment: Mapped[str] = mapped_column(Text, default="")
     seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
-    source: Mapped[str] = mapped_column(String(20), default="human")  # human | import
+    source: Mapped[str] = mapped_column(String(20), default="human")  # human | import | judge
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

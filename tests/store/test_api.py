@@ -321,3 +321,62 @@ def test_next_gives_each_kind_as_its_page_shows_it(engine, fixtures, kind):
         f"/api/v1/studies/{study.name}/items/{item['id']}/votes", headers=bearer(study.annotators[0]), json={"answers": answers}
     )
     assert stored.status_code == 200 and stored.json()["complete"] is True, stored.text
+
+
+# --- the review's findings (each failed before its fix) -------------------------------------------
+
+
+def test_a_votes_import_refuses_a_judges_name_and_changes_nothing(engine, fixtures, tmp_path):
+    """An imported row under a judge's name would have turned its own place into one of the k."""
+    from formats.errors import ReaderError
+
+    study = api_study(engine, fixtures, overlap=2)
+    api = client(engine)
+    _judge_every_item(api, study, study.judge, lambda item: "1")
+    with pytest.raises(ReaderError, match="automatic judge"):
+        service.import_votes(
+            engine, service.CLI, study.study_id, "votes.csv", "item,annotator,question,value\nMUL0144.json,judge-1,satisfied,0\n"
+        )
+    with read_session(engine) as session:
+        assert max(session.scalars(select(Item.holders))) == 0
+    assert service.study_progress(engine, service.CLI, study.study_id).judgements_done == 0
+
+
+def test_a_judges_vote_never_gives_an_adaptive_study_an_extra_place(engine, fixtures):
+    """max_k growth decides from the humans' votes only: one human vote and a judge's on an item of a
+    study with k = 2 is not a full, split item."""
+    from annotate.store.db import write_session
+    from annotate.store.models import Study
+
+    study = api_study(engine, fixtures, overlap=2, annotators=1)
+    with write_session(engine) as session:
+        row = session.get(Study, study.study_id)
+        row.settings = {**(row.settings or {}), "allocation": {"policy": "adaptive", "max_k": 4}}
+    api = client(engine)
+    item = api.get(f"/api/v1/studies/{study.name}/next", headers=bearer(study.annotators[0])).json()["item"]["id"]
+    api.post(
+        f"/api/v1/studies/{study.name}/items/{item}/votes",
+        headers=bearer(study.annotators[0]),
+        json={"answers": {"satisfied": "1"}},
+    )
+    _judge_every_item(api, study, study.judge, lambda given: "0")
+    with read_session(engine) as session:
+        assert session.scalar(select(Item.extra_capacity).where(Item.id == item)) == 0
+
+
+def test_a_judge_has_no_password_so_never_a_page_login(engine, fixtures):
+    from annotate.auth import AuthError
+
+    api_study(engine, fixtures)
+    with pytest.raises((AuthError, service.StudyError), match="judge"):
+        service.add_person(engine, service.CLI, "judge-2", "password-judge", kind="judge")
+    with pytest.raises((AuthError, service.StudyError), match="judge"):
+        service.reset_password(engine, service.CLI, "judge-1", "password-judge")
+
+
+def test_serve_starts_the_api_without_the_database_url_on_its_command_line():
+    """A PostgreSQL password in ``--db`` would be readable by every local user in ``ps``."""
+    from annotate.__main__ import api_command
+
+    command = api_command("127.0.0.1", 8600)
+    assert "--db" not in command and command[-4:] == ["--host", "127.0.0.1", "--port", "8600"]

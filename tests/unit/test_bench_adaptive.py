@@ -1,4 +1,4 @@
-"""Issue 17: ``python -m bench.bench_adaptive --json`` keeps its contract (a small, quick run)."""
+"""Issues 17 and 29: ``python -m bench.bench_adaptive --json [--seeds N]`` keeps its contract (small, quick runs)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from bench.bench_adaptive import LAMBDA_GRID, PopulationRaters
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # a subprocess running a small simulation
@@ -46,3 +48,83 @@ def test_the_adaptive_bench_prints_its_contract():
             assert block[design]["ci_width"] > 0 and block[design]["rmse"] >= 0
         assert block["uniform"]["judgements"] == 90
         assert -1.5 < block["saving"] < 1
+
+
+def test_the_designer_bench_prints_its_contract():
+    """Issue 29: ``--seeds`` reports the designer vs uniform k = 3 (binary and 1-5; r(FGA) − r(JGA) and λ*)
+    and vs 11 x 100, per seed and as the median and range over seeds."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.bench_adaptive",
+            "--json",
+            "--seeds",
+            "2",
+            "--replicates",
+            "4",
+            "--resamples",
+            "30",
+            "--pool",
+            "60",
+            "--synthetic",
+            "140",
+            "--budget",
+            "300",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    result = json.loads(out)
+    assert result["seeds"] == 2 and result["replicates"] == 4 and result["budget"] == 300 and result["pool"] == 200
+    assert [(row["scale"], row["question"]) for row in result["summary"]] == [
+        ("binary", "fga_vs_jga"),
+        ("binary", "lambda"),
+        ("five", "fga_vs_jga"),
+        ("five", "lambda"),
+        ("binary", "fga_vs_jga_vs_11x100"),
+        ("five", "fga_vs_jga_vs_11x100"),
+    ]
+    for row in result["summary"]:
+        for stat in ("saving", "designer_abs_bias", "designer_coverage", "reference_rmse"):
+            spread = row[stat]
+            assert spread["median"] is not None and spread["min"] <= spread["median"] <= spread["max"]
+        assert 0 <= row["designer_coverage"]["min"] and row["designer_coverage"]["max"] <= 1
+    assert [s["seed"] for s in result["per_seed"]] == [0, 1]
+    for seed in result["per_seed"]:
+        # the 1-5 ratings (rounded normal, noise SD 0.7) agree more than the binary votes (Bernoulli)
+        assert 0 < seed["binary"]["icc"] < seed["five"]["icc"] < 1
+        for scale in ("binary", "five"):
+            block = seed[scale]
+            assert block["lambda"]["truth"] in LAMBDA_GRID
+            assert block["fga_vs_jga"]["truth"] == pytest.approx(block["r_fga"] - block["r_jga"])
+            assert block["fga_vs_jga"]["reference"]["judgements"] == 300  # uniform: 100 dialogues x 3
+            assert block["fga_vs_jga_vs_11x100"]["reference"]["judgements"] == 1100
+            for key in ("fga_vs_jga", "lambda", "fga_vs_jga_vs_11x100"):
+                budget = 1100 if key.endswith("11x100") else 300
+                for cell in block[key]["designer_by_budget"].values():
+                    assert cell["judgements"] <= budget and cell["m"] <= cell["n"] <= 200
+
+
+def test_the_simulated_raters_expected_rating_is_the_mean_over_the_rater_population():
+    """The bench's truth: each dialogue's expected rating over the raters, exact; many votes average to it,
+    a dialogue never gets more votes than its k, and ICC(1,1) on k = 3 votes estimates the population ICC."""
+    from metrics.design import reliability_parts
+
+    quality = np.array([-2.0, -0.5, 0.0, 0.7, 2.5])
+    for scale in ("binary", "five"):
+        raters = PopulationRaters(quality, scale, np.random.default_rng(3))
+        rows = np.repeat(np.arange(5), 4000)
+        votes = raters.matrix(rows, np.full(rows.size, 3))
+        means = np.nanmean(votes, axis=1).reshape(5, 4000).mean(axis=1)
+        assert means == pytest.approx(raters.expected, abs=0.02)
+        k = np.array([1, 2, 3, 1, 2])
+        small = raters.matrix(np.arange(5), k)
+        assert small.shape == (5, 3) and list(np.isfinite(small).sum(axis=1)) == list(k)
+
+    spread = PopulationRaters(np.random.default_rng(4).normal(0, 1.3, 3000), "five", np.random.default_rng(5))
+    icc, *_ = reliability_parts(spread.matrix(np.arange(3000), np.full(3000, 3)))
+    assert icc == pytest.approx(spread.icc, abs=0.03)

@@ -69,7 +69,10 @@ def _study(tmp_path, votes, extra):
     corpus.write_text(json.dumps(build(8)))
     kind = get_kind("satisfaction")
     drafts = kind.build_items([corpus, dialogue_file(corpus)], None)
-    items = [ItemRecord(d.key, d.condition, d.questions, d.payload, None, 3 + extra.get(i, 0)) for i, d in enumerate(drafts)]
+    items = [
+        ItemRecord(d.key, d.condition, d.questions, d.payload, None, 3 + extra.get(i, 0), None, extra.get(i, 0))
+        for i, d in enumerate(drafts)
+    ]
     rows = [
         {"item": items[i].key, "condition": items[i].condition, "annotator": a, "question": "satisfied", "value": v}
         for i, a, v in votes

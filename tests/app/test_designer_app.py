@@ -1,0 +1,48 @@
+"""Issue 29 (item 1): the designer on Studies → Change a study → Design and budget: the proposal beside
+uniform k = 3 and the FGA study's 11 x 100 (judgements, predicted width), and fixing it before the first
+vote (the store then runs it: ``annotate.allocation`` policy ``designed``)."""
+
+from __future__ import annotations
+
+import json
+
+from annotate import service
+from annotate.sessions import session_user
+from annotate.store.db import get_engine
+from bench.corpus import build, dialogue_file
+from tests.app.test_app import login, page_as
+
+
+def test_the_admin_sees_the_designers_proposal_beside_uniform_and_fixes_it(app_db, tmp_path):
+    app = login("admin", "demo-admin-pw")
+    token = app.session_state["token"]
+    engine = get_engine(app_db)
+    boss = session_user(engine, token)
+    corpus = tmp_path / "pool.json"
+    corpus.write_text(json.dumps(build(400)))
+    created = service.create_study_from_files(
+        engine, boss, "pool of 400", "satisfaction", [corpus, dialogue_file(corpus)], overlap=3
+    )
+    expected = service.design_proposal(engine, boss, created.id, icc=0.5, budget=600)
+
+    page = page_as("studies_page", token)
+    box = page.selectbox(key="change-study")
+    box.select(next(s for s in box.options if "pool of 400" in str(s))).run()
+    page.number_input(key=f"designer-icc-{created.id}").set_value(0.5)
+    page.number_input(key=f"designer-budget-{created.id}").set_value(600)
+    page.button(key=f"designer-go-{created.id}").click().run()
+    assert not page.exception, page.exception
+    table = next(frame.value for frame in page.dataframe if "predicted 95% width" in frame.value.columns)
+    rows = table.set_index("design")
+    assert rows.loc["designer", "judgements"] == expected.proposal.judgements <= 600
+    assert rows.loc["designer", "predicted 95% width"] == round(expected.proposal.width, 3)
+    assert rows.loc["designer", "predicted 95% width"] < rows.loc["uniform k = 3", "predicted 95% width"]
+    assert rows.loc["FGA study 11 x 100", "judgements"] == 1100
+
+    page.button(key=f"designer-fix-{created.id}").click().run()
+    assert not page.exception, page.exception
+    design = service.allocation_settings(engine, boss, created.id)
+    assert design["policy"] == "designed"
+    assert (design["design"]["n"], design["design"]["m"]) == (expected.proposal.n, expected.proposal.m)
+    page.run()
+    assert any("the designer's design (400 dialogues, 200 of them with 2 votes" in c.value for c in page.caption)

@@ -1,0 +1,68 @@
+"""Issue 29 (item 1) in Chromium at 1400x900: the designer on Studies → Change a study → Design and
+budget.  A pool of 400 dialogues (``bench.corpus``), a proposal at ICC 0.5 and 600 judgements, with
+uniform k = 3 and the FGA study's 11 x 100 beside it; the table and the button that fixes the design
+on the first screen once proposed.  Screenshot: test-output/screenshots/designer.png."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from annotate import service
+from annotate.demo import ensure_demo
+from bench.corpus import build, dialogue_file
+from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
+from tests.browser.test_browser_analysis import screenshot_top
+from tests.browser.test_browser_api_pages import check_layout
+from tests.browser.test_browser_workflows import pick
+from tests.browser_harness import after_run, database_server, in_viewport, new_page, require_chromium, wait_idle
+
+pytestmark = pytest.mark.browser
+POOL = "pool of 400"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, fixtures):
+    require_chromium()
+    os.environ.setdefault("DST_JUDGE_FIXTURES", str(fixtures))
+    folder = tmp_path_factory.mktemp("designer")
+    corpus = folder / "pool.json"
+    corpus.write_text(json.dumps(build(400)))
+
+    def prepare(engine) -> None:
+        ensure_demo(engine, announce=False)
+        service.create_study_from_files(engine, service.CLI, POOL, "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
+
+    running = database_server(folder, prepare, {"DST_JUDGE_FIXTURES": str(fixtures)})
+    yield running
+    running.stop()
+    running.engine.dispose()
+
+
+def test_the_designers_proposal_is_on_the_first_screen_beside_uniform(browser, server):  # noqa: F811
+    page = new_page(browser, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    page.get_by_role("link", name="Studies").click()
+    page.get_by_role("tab", name="Change a study").click()
+    pick(page, "Study", POOL)
+    wait_idle(page)
+    page.get_by_role("tab", name="Design and budget").click()
+    icc = page.get_by_label("Single-rating ICC (a pilot's, or a prior)")
+    icc.fill("0.5")
+    icc.press("Enter")
+    wait_idle(page)
+    budget = page.get_by_label("Budget (judgements)", exact=True)
+    budget.fill("600")
+    budget.press("Enter")
+    wait_idle(page)
+    after_run(page, lambda: page.get_by_role("button", name="Propose a design").click())
+    table = page.locator(".st-key-table-designer [data-testid='stDataFrame']")
+    table.wait_for()
+    fix = page.get_by_role("button", name="Fix this design (before the first vote)")
+    fix.scroll_into_view_if_needed()
+    screenshot_top(page, "designer")
+    assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
+    check_layout(page, "designer")
+    page.context.close()
