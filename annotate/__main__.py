@@ -19,7 +19,8 @@
     python -m annotate study members NAME [--set A B ... | --add A ... | --remove A ... | --open]
     python -m annotate study guideline NAME FILE
     python -m annotate study overlap NAME K
-    python -m annotate study design NAME [--policy uniform|adaptive] [--question fga_vs_jga|lambda] [--lambda L]
+    python -m annotate study design NAME [--policy uniform|adaptive|designed] [--question fga_vs_jga|lambda] [--lambda L]
+                       [--icc R --seed S]   (designed: the designer's proposal for the budget, fixed)
                        [--budget N] [--target-width W] [--max-k K] [--json]   (no option: the design and where it stands)
     python -m annotate study archive|unarchive NAME
     python -m annotate study changes NAME [--json]
@@ -128,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     overlap.add_argument("k", type=int)
     design = study.add_parser("design", help="how the study spends its judgements (before the first vote), or where it stands")
     design.add_argument("name")
-    design.add_argument("--policy", choices=("uniform", "adaptive"))
+    design.add_argument("--policy", choices=("uniform", "adaptive", "designed"))
+    design.add_argument("--icc", type=float, help="designed: a pilot's or prior single-rating ICC (the designer's input)")
+    design.add_argument("--seed", type=int, help="designed: the seed of the draw (default: the study's)")
     design.add_argument("--question", choices=("fga_vs_jga", "lambda"), default="fga_vs_jga")
     design.add_argument("--lambda", dest="lam", type=float, default=0.5, help="the FGA λ compared with JGA")
     design.add_argument("--budget", type=int, help="judgements; the study closes once they are spent")
@@ -413,6 +416,21 @@ def study_design(engine, args) -> None:
     from annotate.reports import allocation_line
 
     study_id = _study_id(engine, args.name)
+    if args.policy == "designed":  # the designer's proposal for the budget (metrics.design), fixed now
+        if args.icc is None or args.budget is None:
+            raise ValueError("--policy designed needs --icc (a pilot's or prior single-rating ICC) and --budget")
+        found = service.design_proposal(engine, service.CLI, study_id, icc=args.icc, budget=args.budget, lam=args.lam)
+        chosen_seed = {} if args.seed is None else {"seed": args.seed}
+        drawn = service.set_designed_k(engine, service.CLI, study_id, {**found.proposal.as_dict(), **chosen_seed})
+        chosen = found.proposal
+        print(
+            json.dumps({**drawn.as_json(), "proposal": found.as_dict()})
+            if args.json
+            else f"{args.name}: designed, {chosen.n} dialogues ({chosen.m} with {chosen.k_overlap} votes, the others 1), "
+            f"{chosen.judgements} judgements, predicted 95% width {chosen.width:.3f} (uniform k = 3: "
+            f"{found.uniform_k3.width:.3f}); {drawn.included} of {drawn.items} items will be judged"
+        )
+        return
     if args.policy:
         drawn = service.set_allocation(
             engine,

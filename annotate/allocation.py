@@ -131,7 +131,7 @@ def set_allocation(
         raise StudyError(
             "the design is chosen before the first vote (this study has votes): its probabilities must not depend on them"
         )
-    if budget is not None and budget < study.overlap:
+    if budget is not None and budget < (1 if policy == "designed" else study.overlap):  # designed: k = 1 dialogues
         raise StudyError(f"a budget of {budget} judgements does not cover one dialogue ({study.overlap} votes)")
     if target_width is not None and not target_width > 0:
         raise StudyError("the target interval width must be positive")

@@ -92,7 +92,8 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
             table = humans
         rated = None
         if first_seen is not None and extra:
-            kept = fixed_part(table.votes, data.overlap, extra, first_seen)
+            base = {(i.key, i.condition or ""): i.capacity - i.extra for i in data.items}  # designed k, else overlap
+            kept = fixed_part(table.votes, data.overlap, extra, first_seen, base=base)
             if len(kept) < len(table.votes):
                 rated = VoteTable(kept, table.source, table.n_repeated, list(dict.fromkeys(v.question for v in kept)))
         result = analyse_kind(
@@ -118,13 +119,15 @@ def bind_analyser(data: StudyData, kind, first_seen: dict | None):
                     result[section]["notes"] = [*result[section].get("notes", []), note]
         if rated is not None:
             dropped = len(table.votes) - len(rated.votes)
+            designed = any(i.capacity - i.extra != data.overlap for i in data.items)
+            first = "k (its designed k)" if designed else str(data.overlap)
             kept = {(v.unit, v.annotator) for v in rated.votes}
             units = len({v.unit for v in table.votes if (v.unit, v.annotator) not in kept})
             note = (
                 f"optional stopping: {dropped} vote(s) on {units} dialogue(s) came through extra places (max_k, re-opens), "
                 "decided from the votes "
                 f"so far; each dialogue's rating in the correlations, differences and λ* is the mean of its first "
-                f"{data.overlap} annotators' votes, so the stopping rule cannot bias it; the extra votes count in agreement "
+                f"{first} annotators' votes, so the stopping rule cannot bias it; the extra votes count in agreement "
                 "and majority labels only"
             )
             for section in ("correlation", "design"):

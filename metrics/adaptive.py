@@ -252,6 +252,8 @@ def fixed_part(
     overlap: int,
     extra: Mapping[tuple[str, str], int],
     first_seen: Mapping[tuple[tuple[str, str], str], int] | None = None,
+    *,
+    base: Mapping[tuple[str, str], int] | None = None,
 ) -> list[Vote]:
     """The votes of each dialogue's fixed part: what its rating in the correlations, differences and
     λ* is made of, so that no stopping decision touches the estimate (issue 26).
@@ -264,7 +266,8 @@ def fixed_part(
     extra places keeps every vote.  Annotators are ordered by ``first_seen[(unit, annotator)]`` (the id
     of their first vote event on the item; ``annotate.study_data``), else by where their first vote
     is in ``votes``; each keeps their current answers, to every question.  The dropped votes still
-    count in agreement and majority labels (the caller passes those the whole table).
+    count in agreement and majority labels (the caller passes those the whole table).  ``base``: an
+    item's own places by design (a designed study's k per dialogue, issue 29), instead of ``overlap``.
 
     >>> from formats.tidy import Vote
     >>> votes = [Vote("d1", a, "satisfied", v) for a, v in zip("abcde", "10111")] + [Vote("d2", "a", "satisfied", "1")]
@@ -285,7 +288,7 @@ def fixed_part(
     for unit, annotators in order.items():
         ranked = sorted(annotators, key=annotators.__getitem__)
         more = extra.get(unit, 0)
-        keep = len(ranked) if more <= 0 else max(overlap, len(ranked) - more)
+        keep = len(ranked) if more <= 0 else max((base or {}).get(unit, overlap), len(ranked) - more)
         kept[unit] = set(ranked[:keep])
     return [v for v in votes if v.annotator in kept[v.unit]]
 

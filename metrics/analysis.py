@@ -530,3 +530,82 @@ def design_summary(
         fga_lambda=float((allocation or {}).get("lambda", settings.fga_lambda)),  # the λ the design was chosen for
     )
     return {**base, **report}
+
+
+CORRECTED_TARGET = (
+    "the correlation with a dialogue's expected rating over the rater population, corrected for the reliability "
+    "measured on the overlap subset; the interval is a jackknife over dialogues that re-estimates the ICC"
+)
+
+
+def _estimate_row(estimate) -> dict:
+    ci = None if estimate.low is None else [estimate.low, estimate.high]
+    return {"estimate": estimate.estimate, "ci": ci, "method": estimate.method}
+
+
+def corrected_summary(
+    dialogues: dict[str, list[Dialogue]],
+    votes: VoteTable,
+    settings: AnalysisSettings,
+    *,
+    question: str = "satisfied",
+    condition: str | None = None,
+    allocation: dict | None = None,
+) -> dict:
+    """The k-independent target of a designed study (issue 29, ``metrics.design``): for each metric of the
+    correlation table the corrected correlation ρ(metric, T) with its jackknife interval, and the corrected
+    difference ρ(FGA at the design's λ, default 0.5) − ρ(JGA), with the ICC and reliability they use.
+    Fewer than ``metrics.design.MIN_OVERLAP`` dialogues with two or more votes: a ``note`` instead."""
+    from metrics.design import MIN_OVERLAP, corrected_difference, corrected_r, rating_matrix, reliability_parts
+
+    if not dialogues:
+        return {}
+    chosen = condition if condition is not None else next(iter(dialogues))
+    design = (allocation or {}).get("design") or {}
+    fga_lambda = float(design.get("lambda", (allocation or {}).get("lambda", 0.5)))
+    out: dict = {"target": CORRECTED_TARGET, "condition": chosen, "fga_lambda": fga_lambda, "metrics": [], "notes": []}
+    scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
+    ids, values = per_dialogue_metrics(dialogues[chosen], scoring)
+    fga_key = FGA.key(f"{fga_lambda:g}")
+    if fga_key not in values:
+        _, extra = per_dialogue_metrics(dialogues[chosen], ScoreSettings((fga_lambda,), (f"{fga_lambda:g}",)))
+        values_all = {**values, fga_key: extra[fga_key]}
+    else:
+        values_all = values
+    by_dialogue: dict[str, list[float]] = {}
+    for vote in votes.for_question(question):
+        if vote.condition == chosen:
+            by_dialogue.setdefault(vote.item, []).append(float(vote.value))
+    position = {d: i for i, d in enumerate(ids)}
+    rated = [d for d in ids if d in by_dialogue]
+    unknown = sorted(set(by_dialogue) - set(position))
+    if unknown:
+        out["notes"].append(f"{len(unknown)} rated item(s) have no predictions and are left out (e.g. {unknown[0]!r})")
+    rows = np.array([position[d] for d in rated], dtype=int)
+    ratings = [by_dialogue[d] for d in rated]
+    overlap = sum(len(r) >= 2 for r in ratings)
+    out.update({"n_dialogues": len(rated), "n_overlap": overlap, "n_votes": sum(len(r) for r in ratings)})
+    if overlap < MIN_OVERLAP:
+        out["note"] = (
+            f"the overlap subset is too small: {overlap} dialogues with 2 or more votes, at least {MIN_OVERLAP} are "
+            "needed to estimate the ICC, so the corrected correlations are not reported"
+        )
+        return out
+    matrix = rating_matrix(ratings)
+    single, reliability, _, _ = reliability_parts(matrix)
+    out.update({"icc": single, "reliability": reliability})
+    if not reliability > 0:
+        out["note"] = f"ICC(1,1) = {single:.3f} is not positive: the corrected correlations are not identified"
+        return out
+    for metric, x in values.items():
+        x = x[rows]
+        if not np.all(np.isfinite(x)) or np.ptp(x) == 0:
+            out["notes"].append(f"{metric}: undefined or constant on the rated dialogues, no corrected r")
+            continue
+        out["metrics"].append({"metric": metric, **_estimate_row(corrected_r(x, matrix))})
+    a, b = values_all[fga_key][rows], values_all["jga"][rows]
+    if np.all(np.isfinite(a)) and np.all(np.isfinite(b)) and np.ptp(a) > 0 and np.ptp(b) > 0:
+        out["difference"] = {"a": fga_key, "b": "jga", **_estimate_row(corrected_difference(a, b, matrix))}
+    else:
+        out["notes"].append(f"{fga_key} - jga: a metric is undefined or constant on the rated dialogues")
+    return out

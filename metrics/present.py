@@ -444,6 +444,8 @@ def calibration_table(calibration: dict) -> Table:
 def design_table(design: dict) -> Table:
     """How the study spent its judgements; under the adaptive design, every correlation, difference and
     λ* weighted by 1/π (``metrics.adaptive.design_report``)."""
+    if design.get("design") == "designed":
+        return _designed_table(design)
     if design.get("design") != "adaptive":
         return Table(
             "Design",
@@ -504,6 +506,35 @@ def design_table(design: dict) -> Table:
         row.insert(3, level if " - r " in row[0] else "95%")
     columns = ("estimate", "value", "CI (bootstrap over dialogues)", "level", "p", "p adjusted")
     return Table("Design: adaptive (estimates for the pool)", columns, rows, notes)
+
+
+def _designed_table(design: dict) -> Table:
+    """A designer's design (issue 29): the k-independent target, each metric's correlation with the
+    expected rating corrected for the ratings' reliability, the question's difference first."""
+    corrected = design.get("corrected") or {}
+    chosen = (design.get("allocation") or {}).get("design") or {}
+    notes = [
+        f"designed: {chosen.get('n')} dialogues, a random {chosen.get('m')} of them with {chosen.get('k_overlap')} votes, "
+        "the others 1 (k and the dialogues chosen together, before any vote)"
+    ]
+    if corrected.get("target"):
+        notes.append(corrected["target"])
+    if "note" in corrected or not corrected.get("metrics"):
+        return Table("Design: designed", (), [], [*notes, corrected.get("note", "no corrected estimates yet")])
+    rows = [[f"ρ {m['metric']}", number(m["estimate"]), interval(m["ci"])] for m in corrected["metrics"]]
+    difference = corrected.get("difference")
+    if difference:
+        rows.insert(
+            0,
+            [f"question: ρ {difference['a']} - ρ {difference['b']}", number(difference["estimate"]), interval(difference["ci"])],
+        )
+    notes.append(
+        f"{corrected.get('n_dialogues')} dialogues, {corrected.get('n_overlap')} with two or more votes; single-rating "
+        f"ICC {number(corrected.get('icc'))}, reliability of the dialogue means {number(corrected.get('reliability'))}"
+    )
+    notes += corrected.get("notes", [])
+    columns = ("estimate", "corrected", "95% CI (jackknife over dialogues)")
+    return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
 
 
 def analysis_tables(analysis: dict, tie: str) -> list[Table]:

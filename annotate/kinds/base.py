@@ -117,6 +117,12 @@ def analyse(
 
             report(0.9, "estimates under the adaptive design")
             result["design"] = design_summary(dialogues, rated, settings, pi, condition=condition, allocation=allocation)
+        if (allocation or {}).get("policy") == "designed" and dialogues and isinstance(result.get("design"), dict):
+            from metrics.analysis import corrected_summary
+
+            report(0.95, "the k-independent target under the designed design")
+            target = corrected_summary(dialogues, rated, settings, condition=condition, allocation=allocation)
+            result["design"]["corrected"] = target
     report(1.0, "done")
     return result
 

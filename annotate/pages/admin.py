@@ -278,7 +278,7 @@ def _designer(engine, user, study) -> None:
     for note in found.notes:
         st.caption(note)
     if st.button("Fix this design (before the first vote)", key=f"designer-fix-{study.id}"):
-        drawn = guard(lambda: service.set_designed_k(engine, user, study.id, {**found.proposal.as_dict(), "seed": 0}))
+        drawn = guard(lambda: service.set_designed_k(engine, user, study.id, found.proposal.as_dict()))
         if drawn:
             st.success(f"Design set: designed, {drawn.included} of {drawn.items} items will be judged.")
 

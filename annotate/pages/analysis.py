@@ -133,6 +133,8 @@ def render() -> None:
     design = result.get("design") or {"design": "uniform"}
     if design["design"] == "adaptive":
         show_table(present.design_table(design))
+    elif design["design"] == "designed":
+        _designed_section(design)
     else:
         st.caption(present.design_table(design).notes[0].replace("uniform:", "Design: uniform —"))
     _agreement_section(result["agreement"])
@@ -142,6 +144,45 @@ def render() -> None:
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)
     _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"], result.get("judges"))
+
+
+def _designed_section(design: dict) -> None:
+    """A designed study (issue 29): the k-independent target, each metric's corrected correlation with
+    its jackknife interval and the corrected difference FGA − JGA (``metrics.analysis.corrected_summary``)."""
+    st.subheader("Design: designed (the k-independent target)")
+    chosen = design.get("allocation", {}).get("design") or {}
+    if chosen:
+        st.text(
+            f"{chosen.get('n')} of {chosen.get('pool')} dialogues judged, {chosen.get('m')} of them (the overlap "
+            f"subset) by {chosen.get('k_overlap')} annotators, the others by one; {chosen.get('judgements')} judgements."
+        )
+    corrected = design.get("corrected") or {}
+    if not corrected:
+        st.text(design.get("note", "No corrected estimates yet."))
+        return
+    st.text(f"Target: {corrected['target']}.")
+    counts = f"{corrected.get('n_dialogues', 0)} dialogues rated, {corrected.get('n_overlap', 0)} with 2 or more votes"
+    if "note" in corrected:
+        st.text(f"{counts}: {corrected['note']}.")
+        return
+    icc, reliability = _number(corrected["icc"]), _number(corrected["reliability"])
+    st.text(f"{counts}; ICC(1,1) {icc}, reliability of the dialogue means {reliability}.")
+    rows = [[m["metric"], _number(m["estimate"]), _interval(m["ci"])] for m in corrected["metrics"]]
+    if corrected.get("difference"):
+        d = corrected["difference"]
+        rows.append([f"{d['a']} - {d['b']} (difference)", _number(d["estimate"]), _interval(d["ci"])])
+    frame = pd.DataFrame(rows, columns=["metric", "corrected r", "95% interval (jackknife over dialogues)"])
+    tables.show_table(frame, "Design: corrected correlations")
+    for note in corrected.get("notes", []):
+        st.text(note)
+
+
+def _number(value) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _interval(ci) -> str:
+    return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def _wait_seconds() -> float:

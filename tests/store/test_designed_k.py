@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -273,3 +274,73 @@ def test_places_held_before_the_design_go_back_and_a_left_out_dialogue_takes_no_
     judged = _done_per_item(engine, study.id)
     assert all(designed[item_id][0] and n <= designed[item_id][1] for item_id, n in judged.items())
     counters_match(engine, study.id)
+
+
+def test_the_command_line_fixes_the_designers_proposal(db_url, engine, tmp_path):
+    """``python -m annotate study design NAME --policy designed --icc R --budget N``: the designer's
+    proposal for the study's pool, drawn and recorded as on the Design and budget tab."""
+    import subprocess
+    import sys
+
+    study, _admin, _people = _study(engine, tmp_path, n=400, name="cli-designed")
+    expected = service.design_proposal(engine, service.CLI, study.id, icc=0.5, budget=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "annotate", "--db", db_url, "study", "design", "cli-designed"]
+        + ["--policy", "designed", "--icc", "0.5", "--budget", "600", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["proposal"]["proposal"]["judgements"] == expected.proposal.judgements <= 600
+    design = service.allocation_settings(engine, service.CLI, study.id)
+    assert design["policy"] == "designed" and design["design"]["m"] == expected.proposal.m
+    with read_session(engine) as session:
+        ks = list(session.scalars(select(Item.k).where(Item.study_id == study.id, Item.included)))
+    assert len(ks) == expected.proposal.n and ks.count(expected.proposal.k_overlap) == expected.proposal.m
+
+
+def test_downgrading_0013_and_0012_keeps_every_vote_and_place(db_url, engine, tmp_path, fixtures):
+    """A migration's downgrade that copies a table (SQLite's batch mode) would drop the old table with
+    foreign keys on, and that cascades to every vote and assignment: the review found 12 votes → 0."""
+    from alembic import command
+    from alembic.config import Config
+
+    from annotate.store.models import VoteEvent
+
+    study, _admin, people = _study(engine, tmp_path, n=12, annotators=3, name="downgraded")
+    for person in people:
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            service.submit(engine, person, item.id, {"satisfied": "1"})
+
+    def counts():
+        with read_session(engine) as session:
+            return [session.scalar(select(func.count()).select_from(t)) for t in (VoteEvent, Assignment, Item)]
+
+    before = counts()
+    assert before[0] == 36
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).resolve().parents[2] / "annotate" / "store" / "migrations"))
+    engine.dispose()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0011")
+    engine.dispose()
+    assert counts() == before
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+    engine.dispose()
+    assert counts() == before
+
+
+def test_a_reopened_designed_item_is_rated_from_its_first_k_votes():
+    """The optional-stopping fixed part keeps each item's first *designed* k votes (not the study's
+    overlap): a k = 1 item re-opened once and voted again is rated from its first vote only."""
+    from formats.tidy import Vote
+    from metrics.adaptive import fixed_part
+
+    votes = [Vote("d1", "a", "satisfied", "1"), Vote("d1", "b", "satisfied", "0"), Vote("d2", "a", "satisfied", "1")]
+    kept = fixed_part(votes, 3, {("d1", ""): 1}, base={("d1", ""): 1, ("d2", ""): 1})
+    assert [(v.item, v.annotator) for v in kept] == [("d1", "a"), ("d2", "a")]

@@ -18,8 +18,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("annotators") as batch:
-        batch.add_column(sa.Column("kind", sa.String(length=20), nullable=False, server_default="human"))
+    # plain ADD COLUMN (no table copy: on SQLite a copy drops the old table, cascading to the votes)
+    op.add_column("annotators", sa.Column("kind", sa.String(length=20), nullable=False, server_default="human"))
     op.create_table(
         "api_tokens",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -53,5 +53,9 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("api_requests")
     op.drop_table("api_tokens")
-    with op.batch_alter_table("annotators") as batch:
-        batch.drop_column("kind")
+    # a plain DROP COLUMN (SQLite 3.35+): batch mode would copy the table, and dropping the old one with
+    # foreign keys on cascades to every vote, place and session of its annotators
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("ALTER TABLE annotators DROP COLUMN kind")
+    else:
+        op.drop_column("annotators", "kind")
