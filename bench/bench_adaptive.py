@@ -36,6 +36,10 @@ designer needs for the reference's mean CI width) / the reference's judgements, 
 fractions of the budget and interpolated as above.  Rows: {binary, 1-5} x {r(FGA) − r(JGA), λ*} vs
 uniform k = 3, and r(FGA) − r(JGA) vs 11 x 100 (both scales); per seed and median [min, max].
 The simulated raters' ICC(1,1) is about 0.26 (binary) and 0.72 (1-5): ``icc`` in the output.
+``--misspecified-noise F`` (the README's assumptions row, F = 2): the designer is told the rater noise
+(the variance of one vote around the dialogue's expected rating) F times smaller than the truth's, the
+dialogue variance right, i.e. ICC between / (between + within / F) (``icc_assumed``); the votes, the
+estimator and the references are unchanged, so only the designer's n, m and k_o move.
 """
 
 from __future__ import annotations
@@ -229,6 +233,17 @@ class PopulationRaters:
         return votes
 
 
+def assumed_icc(icc: float, factor: float) -> float:
+    """The ICC(1,1) a pilot reports when it sees the rater noise (the variance of one vote around the
+    dialogue's expected rating) ``factor`` times smaller than the truth, the dialogue variance right:
+    between / (between + within / factor).  ``factor`` 1: the true ICC."""
+    if factor <= 0:
+        raise ValueError(f"the noise factor must be positive, got {factor}")
+    if factor == 1:  # exactly the true ICC: the committed figures reproduce bit for bit
+        return icc
+    return icc / (icc + (1 - icc) / factor)
+
+
 def _r(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
@@ -258,6 +273,7 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
     raters = PopulationRaters(1.2 * z + rng.normal(0, args.quality_noise, n_pool), scale, rng)
     expected = raters.expected
     r_a, r_b = _r(fga_at, expected), _r(jga, expected)
+    icc_assumed = assumed_icc(raters.icc, args.misspecified_noise)
     truths = {
         "fga_vs_jga": r_a - r_b,
         "lambda": float(LAMBDA_GRID[int(np.argmax([_r(fga[:, j], expected) for j in range(len(LAMBDA_GRID))]))]),
@@ -268,7 +284,7 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
             "comparison",
             {"fga": fga_at, "jga": jga},
             budget=int(round(budget)),
-            icc=raters.icc,
+            icc=icc_assumed,
             r_a=r_a,
             r_b=r_b,
             metric_a="fga",
@@ -336,7 +352,7 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
 
     budget = args.budget
     n3 = budget // 3
-    out = {"icc": raters.icc, "r_fga": r_a, "r_jga": r_b}
+    out = {"icc": raters.icc, "icc_assumed": icc_assumed, "r_fga": r_a, "r_jga": r_b}
     for question in ("fga_vs_jga", "lambda"):
         out[question] = versus(question, simulate(question, n3, n3, 3), 3 * n3, DESIGNER_FRACTIONS)
     out["fga_vs_jga_vs_11x100"] = versus("fga_vs_jga", simulate("fga_vs_jga", 100, 100, 11), 1100, FGA_FRACTIONS)
@@ -377,6 +393,7 @@ def run_seeds(args) -> dict:
                 [abs(b[design_name]["bias"]) if b[design_name] and b[design_name]["bias"] is not None else None for b in blocks]
             )
         row["icc"] = _spread([s[scale]["icc"] for s in per_seed])
+        row["icc_assumed"] = _spread([s[scale]["icc_assumed"] for s in per_seed])
         rows.append(row)
     return {
         "seeds": args.seeds,
@@ -384,6 +401,7 @@ def run_seeds(args) -> dict:
         "budget": 3 * (args.budget // 3),
         "pool": args.pool + args.synthetic,
         "quality_noise": args.quality_noise,
+        "misspecified_noise": args.misspecified_noise,
         "truth": "pool-level correlation with each dialogue's expected rating over the rater population (k-free)",
         "summary": rows,
         "per_seed": per_seed,
@@ -394,6 +412,11 @@ def print_seeds(result: dict) -> None:
     print(
         f"pool {result['pool']} dialogues, budget {result['budget']} judgements, {result['seeds']} seeds x "
         f"{result['replicates']} replicates; median [min, max] over seeds"
+        + (
+            f"; designer told rater noise {result['misspecified_noise']:g}x smaller than the truth"
+            if result["misspecified_noise"] != 1
+            else ""
+        )
     )
     for row in result["summary"]:
         s, b, c = row["saving"], row["designer_abs_bias"], row["designer_coverage"]
@@ -402,7 +425,8 @@ def print_seeds(result: dict) -> None:
             return "n/a" if d["median"] is None else f"{d['median']:{spec}} [{d['min']:{spec}}, {d['max']:{spec}}]"
 
         print(
-            f"{row['row']:<36} ICC {row['icc']['median']:.2f}  saving {fmt(s)}  |bias| {fmt(b, '.3f')}  "
+            f"{row['row']:<36} ICC {row['icc']['median']:.2f} (assumed {row['icc_assumed']['median']:.2f})  "
+            f"saving {fmt(s)}  |bias| {fmt(b, '.3f')}  "
             f"coverage {fmt(c)}  (reference coverage {fmt(row['reference_coverage'])})"
         )
 
@@ -428,7 +452,16 @@ def main() -> None:
         default=0.6,
         help="with --seeds: SD of the dialogue quality no metric sees (larger: lower ρ's and ICC)",
     )
+    parser.add_argument(
+        "--misspecified-noise",
+        type=float,
+        default=1.0,
+        help="with --seeds: the truth's rater noise (variance of one vote) is this many times what the designer is "
+        "told (a too optimistic pilot: the designer gets ICC between / (between + within / F)); 1: the true ICC",
+    )
     args = parser.parse_args()
+    if args.misspecified_noise <= 0:
+        parser.error("--misspecified-noise must be positive")
     if args.budget is None:
         args.budget = 900 if args.seeds else 300
     if args.seeds:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from bench.bench_adaptive import LAMBDA_GRID, PopulationRaters
+from bench.bench_adaptive import LAMBDA_GRID, PopulationRaters, assumed_icc
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow  # a subprocess running a small simulation
@@ -71,6 +71,8 @@ def test_the_designer_bench_prints_its_contract():
             "140",
             "--budget",
             "300",
+            "--misspecified-noise",
+            "2",
         ],
         cwd=REPO,
         capture_output=True,
@@ -80,6 +82,7 @@ def test_the_designer_bench_prints_its_contract():
     ).stdout
     result = json.loads(out)
     assert result["seeds"] == 2 and result["replicates"] == 4 and result["budget"] == 300 and result["pool"] == 200
+    assert result["misspecified_noise"] == 2
     assert [(row["scale"], row["question"]) for row in result["summary"]] == [
         ("binary", "fga_vs_jga"),
         ("binary", "lambda"),
@@ -97,6 +100,9 @@ def test_the_designer_bench_prints_its_contract():
     for seed in result["per_seed"]:
         # the 1-5 ratings (rounded normal, noise SD 0.7) agree more than the binary votes (Bernoulli)
         assert 0 < seed["binary"]["icc"] < seed["five"]["icc"] < 1
+        for scale in ("binary", "five"):  # the designer was told half the rater noise: a higher ICC
+            icc = seed[scale]["icc"]
+            assert seed[scale]["icc_assumed"] == pytest.approx(icc / (icc + (1 - icc) / 2))
         for scale in ("binary", "five"):
             block = seed[scale]
             assert block["lambda"]["truth"] in LAMBDA_GRID
@@ -107,6 +113,18 @@ def test_the_designer_bench_prints_its_contract():
                 budget = 1100 if key.endswith("11x100") else 300
                 for cell in block[key]["designer_by_budget"].values():
                     assert cell["judgements"] <= budget and cell["m"] <= cell["n"] <= 200
+
+
+def test_a_pilot_that_sees_less_rater_noise_reports_the_icc_of_that_noise():
+    """``--misspecified-noise F``: the designer's ICC is between / (between + within / F), the dialogue
+    variance right and the variance of one vote F times too small; F = 1 is the true ICC."""
+    between, within = 0.3, 0.9
+    icc = between / (between + within)
+    assert assumed_icc(icc, 1) == icc  # exactly: with F = 1 the committed figures reproduce
+    assert assumed_icc(icc, 2) == pytest.approx(between / (between + within / 2)) == pytest.approx(0.4)
+    assert assumed_icc(icc, 0.5) == pytest.approx(between / (between + 2 * within))  # a pessimistic pilot
+    with pytest.raises(ValueError):
+        assumed_icc(icc, 0)
 
 
 def test_the_simulated_raters_expected_rating_is_the_mean_over_the_rater_population():
