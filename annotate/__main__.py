@@ -419,7 +419,15 @@ def study_design(engine, args) -> None:
     if args.policy == "designed":  # the designer's proposal for the budget (metrics.design), fixed now
         if args.icc is None or args.budget is None:
             raise ValueError("--policy designed needs --icc (a pilot's or prior single-rating ICC) and --budget")
-        found = service.design_proposal(engine, service.CLI, study_id, icc=args.icc, budget=args.budget, lam=args.lam)
+        found = service.design_proposal(
+            engine,
+            service.CLI,
+            study_id,
+            icc=args.icc,
+            budget=args.budget,
+            lam=args.lam,
+            question="lambda" if args.question == "lambda" else "comparison",
+        )
         chosen_seed = {} if args.seed is None else {"seed": args.seed}
         drawn = service.set_designed_k(engine, service.CLI, study_id, {**found.proposal.as_dict(), **chosen_seed})
         chosen = found.proposal

@@ -45,6 +45,7 @@ from metrics import adaptive
 
 POLICIES = (*adaptive.POLICIES, "designed")
 DESIGN_KEYS = ("n", "m", "k_overlap")  # what a designed study needs of the designer's proposal (and ``seed``)
+WEIGHTINGS = ("lambda",)  # a designed study's optional ``weighting``: π per dialogue from its λ score
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
 SETTLED_WIDTH = 0.5  # a dialogue's mean rating is settled when its 95% interval is narrower than this
 MAIN_QUESTION = "satisfied"
@@ -141,6 +142,8 @@ def set_allocation(
         if max_k is not None:
             raise StudyError("max k grows the adaptive design only: a designed study's k is fixed by its design")
         chosen_design = _check_design(design, study)
+        if chosen_design.get("weighting") == "lambda":
+            question = "lambda"  # the design answers λ*: the analysis leads with it
     elif design is not None:
         raise StudyError(f"a design (n, m, k_overlap) is for the policy 'designed', not {policy!r}")
     items = list(session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id)))
@@ -152,7 +155,7 @@ def set_allocation(
     drawn = Drawn(policy, len(items), len(items))
     release_study(session, study.id)
     if policy == "designed":
-        chosen_design, drawn = _draw_design(items, chosen_design)
+        chosen_design, drawn = _draw_design(items, chosen_design, study, lam)
     elif policy == "adaptive":
         if study.kind != "satisfaction":
             raise StudyError("adaptive allocation chooses dialogues by their metric scores: satisfaction studies only")
@@ -203,9 +206,14 @@ def _check_design(design: dict | None, study: Study) -> dict:
     missing = [key for key in DESIGN_KEYS if design.get(key) is None]
     if missing:
         raise StudyError(f"a design needs {', '.join(DESIGN_KEYS)} (missing: {', '.join(missing)})")
-    unknown = sorted(set(design) - {*DESIGN_KEYS, "seed", "pool"})
+    unknown = sorted(set(design) - {*DESIGN_KEYS, "seed", "pool", "weighting"})
     if unknown:
-        raise StudyError(f"a design has {', '.join(DESIGN_KEYS)}, seed and pool only, not {', '.join(unknown)}")
+        raise StudyError(f"a design has {', '.join(DESIGN_KEYS)}, seed, pool and weighting only, not {', '.join(unknown)}")
+    weighting = design.get("weighting")
+    if weighting is not None and weighting not in WEIGHTINGS:
+        raise StudyError(f"a design's weighting is {' or '.join(WEIGHTINGS)} (or none), not {weighting!r}")
+    if weighting is not None and study.kind != "satisfaction":
+        raise StudyError("a design weighted by λ scores draws dialogues by their metrics: satisfaction studies only")
     try:
         n, m, k_overlap = (int(design[key]) for key in DESIGN_KEYS)
         seed = int(design["seed"]) if design.get("seed") is not None else int((study.settings or {}).get("seed", 0))
@@ -217,17 +225,49 @@ def _check_design(design: dict | None, study: Study) -> dict:
         raise StudyError(f"the overlap subset (m = {m}) must be between 0 and the n = {n} dialogues judged")
     if k_overlap < 2:
         raise StudyError(f"k_overlap ({k_overlap}) must be at least 2: the overlap subset is what measures agreement")
-    checked = {"n": n, "m": m, "k_overlap": k_overlap, "seed": seed}
+    checked = {"n": n, "m": m, "k_overlap": k_overlap, "seed": seed, **({"weighting": weighting} if weighting else {})}
     return checked if design.get("pool") is None else {**checked, "pool": int(design["pool"])}
 
 
-def _draw_design(items: list[Item], chosen: dict) -> tuple[dict, Drawn]:
-    """The design drawn over the study's items (in their order): ``included``, ``pi`` = n / pool and
-    ``k`` (k_overlap or 1; None for those left out) set on each; the design as stored (with the pool,
-    both probabilities and the judgements) and what was drawn."""
+def _draw_design(items: list[Item], chosen: dict, study: Study, lam: float) -> tuple[dict, Drawn]:
+    """The design drawn over the study's items (in their order): ``included``, ``pi`` and ``k``
+    (k_overlap or 1; None for those left out) set on each; the design as stored (with the pool, both
+    probabilities and the judgements) and what was drawn.  Unweighted: n dialogues at random, π = n / pool
+    each (``metrics.design.Design.votes_per_dialogue``).  ``weighting`` ``lambda``: each dialogue's π from
+    its λ score (``metrics.adaptive``, n expected in all, spread over the conditions), one seeded Poisson
+    draw, then a random m of the drawn dialogues (m / drawn each) get k_overlap votes; the analysis weights
+    each judged dialogue by 1/π (``metrics.analysis.design_summary``)."""
     from metrics.design import Design
 
     n, m, k_overlap, seed = chosen["n"], chosen["m"], chosen["k_overlap"], chosen["seed"]
+    if chosen.get("weighting") == "lambda":
+        import numpy as np
+
+        scores = _scores(study, items, "lambda", lam)
+        conditions = list(dict.fromkeys(i.condition for i in items))
+        groups = [[i for i in items if i.condition == condition] for condition in conditions]
+        taken = adaptive.draw([[scores[i.id] for i in group] for group in groups], n / len(conditions), seed)
+        drawn_items = []
+        for group, (pi, take) in zip(groups, taken, strict=True):
+            for item, p, t in zip(group, pi, take, strict=True):
+                item.pi, item.included, item.k = float(p), bool(t), (1 if t else None)
+                if t:
+                    drawn_items.append(item)
+        overlap = min(m, len(drawn_items))
+        rng = np.random.default_rng([int(seed), 29])
+        for index in rng.choice(len(drawn_items), size=overlap, replace=False).tolist():
+            drawn_items[index].k = k_overlap
+        judgements = len(drawn_items) - overlap + overlap * k_overlap
+        stored = {
+            **chosen,
+            "m": overlap,
+            "pool": len(items),
+            "drawn": len(drawn_items),
+            "pi_dialogue": n / len(items),
+            "pi_overlap": overlap / len(drawn_items) if drawn_items else 0.0,
+            "judgements": judgements,
+        }
+        return stored, Drawn("designed", len(items), len(drawn_items), judgements=judgements)
     judgements = n - m + m * k_overlap
     design = Design("designed", n, m, k_overlap, judgements, None, len(items))
     for item, k in zip(items, design.votes_per_dialogue(seed).tolist(), strict=True):
@@ -243,9 +283,13 @@ def _describe(design: dict) -> str:
         parts.append(f"question {design['question']}")
     if design["policy"] == "designed" and design.get("design"):
         d = design["design"]
+        drawn = (
+            f"{d['drawn']} of {d['pool']} dialogues (π by λ score, {d['n']} expected)"
+            if d.get("weighting")
+            else f"{d['n']} of {d['pool']} dialogues"
+        )
         parts.append(
-            f"{d['n']} of {d['pool']} dialogues, {d['m']} of them (π {d['pi_overlap']:.3g}) with k {d['k_overlap']}, "
-            f"the others k 1, seed {d['seed']}"
+            f"{drawn}, {d['m']} of them (π {d['pi_overlap']:.3g}) with k {d['k_overlap']}, the others k 1, seed {d['seed']}"
         )
     for key in ("budget", "target_width", "max_k"):
         if design.get(key) is not None:

@@ -873,7 +873,7 @@ def set_designed_k(
     ``annotate.allocation`` (policy ``designed``) draws the n dialogues and the overlap subset and
     records the design in the study's settings and change log."""
     require_admin(user)
-    chosen = {key: design[key] for key in (*allocation.DESIGN_KEYS, "seed", "pool") if key in design}
+    chosen = {key: design[key] for key in (*allocation.DESIGN_KEYS, "seed", "pool", "weighting") if design.get(key) is not None}
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
         return allocation.set_allocation(session, study, user, policy="designed", budget=budget, design=chosen)
@@ -890,11 +890,14 @@ def design_proposal(
     lam: float = 0.5,
     r_a: float = 0.4,
     r_b: float = 0.3,
+    question: str = "comparison",
 ):
-    """The designer's proposal for the study's pool (``metrics.design.design``, issue 29): FGA at ``lam``
-    against JGA, scored on the study's dialogues (its first system), for a budget or a target width at a
-    pilot's or prior single-rating ICC; with uniform k = 3 and the FGA study's 11 × 100 beside it.
-    ValueError (the designer's reason) when no identified design fits."""
+    """The designer's proposal for the study's pool (``metrics.design.design``, issue 29), scored on the
+    study's dialogues (its first system), for a budget or a target width at a pilot's or prior
+    single-rating ICC; with uniform k = 3 and the FGA study's 11 × 100 beside it.  ``question``
+    ``comparison``: FGA at ``lam`` against JGA; ``lambda``: λ* over ``metrics.design.DESIGN_GRID`` with
+    ``lam`` the prior best λ (``r_a`` its prior corrected r).  ValueError (the designer's reason) when no
+    identified design fits."""
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
     from metrics.design import design
@@ -903,10 +906,18 @@ def design_proposal(
     data = reports.load_study(engine, study_id)
     if not data.dialogues:
         raise StudyError("the designer needs metric scores: a dialogue satisfaction study")
+    dialogues = next(iter(data.dialogues.values()))
+    if question == "lambda":
+        from metrics.design import DESIGN_GRID, nearest_on_grid
+
+        grid = DESIGN_GRID
+        _, values = per_dialogue_metrics(dialogues, ScoreSettings(lambdas=grid, lambda_labels=tuple(f"{v:g}" for v in grid)))
+        scores = {f"fga_{v:g}": values[f"fga_{v:g}"] for v in grid}
+        return design(question, scores, budget, target_width, icc=icc, r_a=r_a, metric_a=f"fga_{nearest_on_grid(lam):g}")
     label = f"{lam:g}"
-    _, values = per_dialogue_metrics(next(iter(data.dialogues.values())), ScoreSettings(lambdas=(lam,), lambda_labels=(label,)))
+    _, values = per_dialogue_metrics(dialogues, ScoreSettings(lambdas=(lam,), lambda_labels=(label,)))
     scores = {"fga": values[f"fga_{label}"], "jga": values["jga"]}
-    return design("comparison", scores, budget, target_width, icc=icc, r_a=r_a, r_b=r_b, metric_a="fga", metric_b="jga")
+    return design(question, scores, budget, target_width, icc=icc, r_a=r_a, r_b=r_b, metric_a="fga", metric_b="jga")
 
 
 # --- the HTTP API (issue 28): tokens, and the annotator's loop as data -------------------------------

@@ -22,16 +22,19 @@ at smaller budgets and interpolating (negative: adaptive needs more).
 
 **``--seeds N`` (issue 29): the designer** (``metrics.design``) against uniform k = 3 at the same budget
 and against the FGA study's 11 x 100, for seeds ``--seed`` .. ``--seed + N - 1`` (each its own pool and
-rater population), binary and 1-5 ratings.  Here the dialogues' quality is fixed per seed and the 20
-raters are a fixed population, so each dialogue's *expected rating over the rater population* is known
-exactly (:func:`expected_ratings`); the truth, the same for every design, is the pool-level
-r(FGA, expected) − r(JGA, expected) and argmax_λ r(FGA_λ, expected) — k-free.  The designer gets the
-population's single-rating ICC(1,1) and the true ρ's as its prior (an oracle pilot).  Each replicate
-draws the design afresh (n dialogues at random, a random m of them with k_o votes, the rest one):
-r(FGA) − r(JGA) by ``metrics.design.corrected_difference`` (r / √reliability, jackknife over dialogues)
-for every design, uniform k = 3 included; λ* by ``adaptive.lambda_star`` on the dialogue means with
-equal weights (the designer has no λ question: λ* uses the comparison's k allocation; λ* is the
-argmax, which the common factor √reliability does not move).  ``saving`` = 1 − (judgements the
+rater population), binary and 1-5 ratings, FGA on a λ grid 0.05 .. 2 (``DESIGN_GRID``).  Here the
+dialogues' quality is fixed per seed and the 20 raters are a fixed population, so each dialogue's
+*expected rating over the rater population* is known exactly (:func:`expected_ratings`); the truth, the
+same for every design, is the pool-level r(FGA, expected) − r(JGA, expected) and the λ maximising
+r(FGA_λ, expected) (refined between grid points) — k-free.  The designer gets the population's
+single-rating ICC(1,1) and the true ρ's as its prior (an oracle pilot) and answers each question with
+its own design: ``comparison`` (n dialogues at random, a random m of them with k_o votes, the rest one;
+r(FGA) − r(JGA) by ``metrics.design.corrected_difference``, r / √reliability with a jackknife over
+dialogues, for every design, uniform k = 3 included) and ``lambda`` (one vote each but the smallest
+identified overlap subset, the dialogues by Poisson sampling with π from their λ scores, each weighted
+1/π; λ* by ``adaptive.lambda_star(refine=True)``: the weighted argmax refined between grid points, with a
+percentile bootstrap over dialogues — the references use the same estimator with equal weights; λ* is
+the argmax, which the common factor √reliability does not move).  ``saving`` = 1 − (judgements the
 designer needs for the reference's mean CI width) / the reference's judgements, the designer re-run at
 fractions of the budget and interpolated as above.  Rows: {binary, 1-5} x {r(FGA) − r(JGA), λ*} vs
 uniform k = 3, and r(FGA) − r(JGA) vs 11 x 100 (both scales); per seed and median [min, max].
@@ -50,12 +53,13 @@ import json
 import numpy as np
 
 from metrics import adaptive
+from metrics.design import DESIGN_GRID  # the designer rows' λ grid: 0.05 .. 2
 
 LAMBDA_GRID = tuple(round(x, 2) for x in np.linspace(0.05, 1.0, 20))
 FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
-def pool_metrics(n_pool: int, synthetic: int, seed: int = 0) -> dict[str, np.ndarray]:
+def pool_metrics(n_pool: int, synthetic: int, seed: int = 0, grid=LAMBDA_GRID) -> dict[str, np.ndarray]:
     """JGA and FGA over the λ grid for every dialogue of the pool."""
     import tempfile
     from pathlib import Path
@@ -69,10 +73,10 @@ def pool_metrics(n_pool: int, synthetic: int, seed: int = 0) -> dict[str, np.nda
         path = Path(work) / "pool.json"
         path.write_text(json.dumps(build(n_pool, seed=seed)))
         dialogues = load_dialogues([path])
-    settings = ScoreSettings(lambdas=LAMBDA_GRID, lambda_labels=tuple(f"{x:g}" for x in LAMBDA_GRID))
+    settings = ScoreSettings(lambdas=tuple(grid), lambda_labels=tuple(f"{x:g}" for x in grid))
     _ids, values = per_dialogue_metrics(dialogues, settings)
     jga = values["jga"]
-    fga = np.column_stack([values[f"fga_{x:g}"] for x in LAMBDA_GRID])
+    fga = np.column_stack([values[f"fga_{x:g}"] for x in grid])
     if synthetic:
         rng = np.random.default_rng(seed + 1)
         rows = rng.integers(0, len(jga), synthetic)
@@ -264,7 +268,7 @@ def _needed(fractions, widths, target) -> float:
 def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
     """One seed, one rating scale: the four comparisons (designer vs uniform k = 3 for r(FGA) − r(JGA)
     and λ*; designer vs 11 x 100 for r(FGA) − r(JGA))."""
-    from metrics.design import corrected_difference, design
+    from metrics.design import corrected_difference, design, refined_argmax
 
     n_pool = len(data["jga"])
     fga_at, jga, fga = data["fga_at"], data["jga"], data["fga"]
@@ -276,10 +280,15 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
     icc_assumed = assumed_icc(raters.icc, args.misspecified_noise)
     truths = {
         "fga_vs_jga": r_a - r_b,
-        "lambda": float(LAMBDA_GRID[int(np.argmax([_r(fga[:, j], expected) for j in range(len(LAMBDA_GRID))]))]),
+        "lambda": float(refined_argmax(np.array([_r(fga[:, j], expected) for j in range(len(DESIGN_GRID))]), DESIGN_GRID)),
     }
+    grid_scores = {f"fga_{lam:g}": fga[:, j] for j, lam in enumerate(DESIGN_GRID)}
 
-    def propose(budget: float):
+    def propose(budget: float, question: str = "fga_vs_jga"):
+        if question == "lambda":  # the designer's λ question: the most dialogues, the smallest identified overlap
+            return design(
+                "lambda", grid_scores, budget=int(round(budget)), icc=icc_assumed, r_a=r_a, metric_a=f"fga_{args.truth}"
+            ).proposal
         return design(
             "comparison",
             {"fga": fga_at, "jga": jga},
@@ -291,14 +300,27 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
             metric_b="jga",
         ).proposal
 
-    def simulate(question: str, n: int, m: int, k_o: int) -> dict:
-        """``replicates`` draws of the design (n dialogues at random, m of them with k_o votes, the rest 1)."""
+    lambda_pi = {}  # expected n -> π over the pool (the λ question's scores; issue 17's draw)
+
+    def simulate(question: str, n: int, m: int, k_o: int, weighted: bool = False) -> dict:
+        """``replicates`` draws of the design (n dialogues at random, m of them with k_o votes, the rest 1).
+        ``weighted`` (the designer's λ design): the n dialogues by Poisson sampling with π from the λ scores
+        (expected n), a random m of those drawn with k_o votes, each weighted 1/π."""
         truth = truths[question]
         estimates, widths, covered, failed = [], [], [], 0
         for rep in range(args.replicates):
-            rows = np.sort(rng.choice(n_pool, size=n, replace=False))
-            k = np.ones(n, dtype=int)
-            k[rng.choice(n, size=m, replace=False)] = k_o
+            if weighted:
+                if n not in lambda_pi:
+                    lambda_pi[n] = adaptive.inclusion_probabilities(adaptive.lambda_scores(fga), expected=n)
+                pi = lambda_pi[n]
+                rows = np.flatnonzero(adaptive.poisson_sample(pi, rng))
+                weights = 1 / pi[rows]
+            else:
+                rows = np.sort(rng.choice(n_pool, size=n, replace=False))
+                weights = np.ones(n)
+            size = rows.size
+            k = np.ones(size, dtype=int)
+            k[rng.choice(size, size=min(m, size), replace=False)] = k_o
             votes = raters.matrix(rows, k)
             if question == "fga_vs_jga":
                 try:
@@ -309,7 +331,13 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
                 value, low, high = est.estimate, est.low, est.high
             else:
                 row = adaptive.lambda_star(
-                    fga[rows], LAMBDA_GRID, np.nanmean(votes, axis=1), np.ones(n), resamples=args.resamples, seed=rep
+                    fga[rows],
+                    DESIGN_GRID,
+                    np.nanmean(votes, axis=1),
+                    weights,
+                    resamples=args.resamples,
+                    seed=rep,
+                    refine=True,
                 )
                 value, (low, high) = row["lambda_star"], (row["ci"] or (None, None))
             estimates.append(value)
@@ -333,10 +361,13 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
         curve = {}
         for f in fractions:
             try:
-                d = propose(f * budget)
+                d = propose(f * budget, "lambda" if question == "lambda" else "fga_vs_jga")
             except ValueError:  # the designer refuses: no identified design at this budget
                 continue
-            curve[f] = simulate(question, d.n, d.m, d.k_overlap)
+            curve[f] = {
+                **simulate(question, d.n, d.m, d.k_overlap, weighted=d.weighting == "lambda"),
+                "predicted_width": d.width,
+            }
         usable = [f for f in fractions if f in curve and curve[f]["ci_width"] is not None]
         target = reference["ci_width"]
         needed = _needed(usable, [curve[f]["ci_width"] for f in usable], target) if usable and target else None
@@ -345,7 +376,8 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
             "reference": reference,
             "designer": curve.get(1.0),
             "designer_by_budget": {
-                f"{f:g}": {k: curve[f][k] for k in ("n", "m", "k_overlap", "judgements", "ci_width")} for f in usable
+                f"{f:g}": {k: curve[f][k] for k in ("n", "m", "k_overlap", "judgements", "ci_width", "predicted_width")}
+                for f in usable
             },
             "saving": None if needed is None else 1 - needed,
         }
@@ -379,8 +411,8 @@ def _spread(values) -> dict:
 def run_seeds(args) -> dict:
     per_seed = []
     for seed in range(args.seed, args.seed + args.seeds):
-        data = pool_metrics(args.pool, args.synthetic, seed)
-        data["fga_at"] = data["fga"][:, LAMBDA_GRID.index(round(float(args.truth), 2))]
+        data = pool_metrics(args.pool, args.synthetic, seed, DESIGN_GRID)
+        data["fga_at"] = data["fga"][:, DESIGN_GRID.index(round(float(args.truth), 2))]
         per_seed.append({"seed": seed, **{scale: _seed_scale(data, scale, seed, args) for scale in ("binary", "five")}})
     rows = []
     for scale, key, label in ROWS:

@@ -173,8 +173,16 @@ def _add_design(subparsers) -> None:
     spend.add_argument("--budget", type=int, help="judgements to spend: the design with the narrowest predicted interval")
     spend.add_argument("--target-width", type=float, help="the 95%% interval width wanted: the design with the fewest judgements")
     design.add_argument("--icc", type=float, required=True, help="a single rating's reliability ICC(1,1): pilot or prior")
-    design.add_argument("--question", default="comparison", help="comparison (r(A) - r(B)), agreement (ICC), or lambda (not yet)")
-    design.add_argument("--metric-a", default=FGA.key("0.5"), help=f"metric A (default {FGA.key('0.5')})")
+    design.add_argument(
+        "--question",
+        default="comparison",
+        choices=("comparison", "lambda", "agreement"),
+        help="comparison (r(A) - r(B)), lambda (λ*: FGA columns fga_<λ>, or the predictions scored on 0.05..2), "
+        "or agreement (ICC)",
+    )
+    design.add_argument(
+        "--metric-a", default=FGA.key("0.5"), help=f"metric A (default {FGA.key('0.5')}); lambda: the prior best λ's FGA"
+    )
     design.add_argument("--metric-b", default=JGA.key(), help=f"metric B (default {JGA.key()})")
     design.add_argument("--r-a", type=float, default=0.4, help="prior corrected r(A, expected rating) (default 0.4)")
     design.add_argument("--r-b", type=float, default=0.3, help="prior corrected r(B, expected rating) (default 0.3)")
@@ -361,6 +369,10 @@ def _pilot(args) -> dict:
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
     lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
+    if args.question == "lambda":
+        from metrics.design import DESIGN_GRID
+
+        lambdas, labels = DESIGN_GRID, tuple(f"{v:g}" for v in DESIGN_GRID)
     result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
     rows = {row["metric"]: row for row in result["metrics"]}
     for name in (args.metric_a, args.metric_b):
@@ -464,7 +476,10 @@ def _design_scores(args) -> dict:
         if not rows:
             raise ValueError(f"{args.scores}: no rows")
         out = {}
-        for name in (args.metric_a, args.metric_b):
+        wanted = (args.metric_a, args.metric_b)
+        if args.question == "lambda":
+            wanted = tuple(name for name in rows[0] if name.startswith("fga_"))
+        for name in wanted:
             if name not in rows[0]:
                 raise ValueError(f"{args.scores}: no column {name!r} (columns: {', '.join(rows[0])})")
             try:
@@ -480,6 +495,10 @@ def _design_scores(args) -> dict:
 
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
     lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
+    if args.question == "lambda":
+        from metrics.design import DESIGN_GRID
+
+        lambdas, labels = DESIGN_GRID, tuple(f"{v:g}" for v in DESIGN_GRID)
     _, values = per_dialogue_metrics(load_dialogues(args.paths, args.fmt), ScoreSettings(lambdas, labels, args.slots))
     return values
 
@@ -504,7 +523,11 @@ def run_design(args) -> int:
         print(json.dumps(result, indent=1))
         return 0
     p = proposal.proposal
-    what = f"r({args.metric_a}) - r({args.metric_b}), corrected" if args.question == "comparison" else "ICC(1,1)"
+    what = {
+        "comparison": f"r({args.metric_a}) - r({args.metric_b}), corrected",
+        "lambda": f"λ*, the FGA λ that tracks people best (prior: {args.metric_a})",
+        "agreement": "ICC(1,1)",
+    }[args.question]
     print(f"question: {args.question} ({what}); single-rating ICC {args.icc:g}; pool of {p.pool} dialogues")
     print(f"{'design':<22} {'dialogues':>9} {'overlap':>13} {'judgements':>10} {'95% width':>9}")
     for d in (proposal.proposal, proposal.uniform_k3, proposal.fga_11x100):
@@ -513,10 +536,13 @@ def run_design(args) -> int:
         overlap = "all" if d.m == d.n else f"{d.m} x k={d.k_overlap}"
         overlap = f"all k={d.k_overlap}" if d.m == d.n else overlap
         print(f"{d.label:<22} {d.n:>9} {overlap:>13} {d.judgements:>10} {d.width:>9.3f}")
-    print(
-        f"designer: {p.n} dialogues (each pool dialogue judged with probability {p.pi_dialogue:.3f}), 1 vote each except a "
-        f"random {p.m} (probability {p.pi_overlap:.3f}) with {p.k_overlap}"
+    drawn = (
+        f"{p.n} dialogues expected, each pool dialogue judged with a probability by its λ score (mean {p.pi_dialogue:.3f}) "
+        "and weighted 1/π"
+        if p.weighting
+        else f"{p.n} dialogues (each pool dialogue judged with probability {p.pi_dialogue:.3f})"
     )
+    print(f"designer: {drawn}, 1 vote each except a random {p.m} (probability {p.pi_overlap:.3f}) with {p.k_overlap}")
     saving = proposal.saving_vs_uniform()
     if saving is not None:
         print(f"uniform k = 3 needs {proposal.uniform_needed} judgements for the same width: saving {saving:.2f}")

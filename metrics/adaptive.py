@@ -179,26 +179,43 @@ def lambda_star(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    refine: bool = False,
 ) -> dict:
     """λ* = the grid value whose FGA correlates best (weighted) with the ratings, with a percentile
-    bootstrap interval over dialogues."""
+    bootstrap interval over dialogues.  ``refine``: λ* (and each bootstrap refit) refined between the best
+    grid point's neighbours by a parabola (``metrics.design.refined_argmax``), so it is not held to the grid."""
     grid = np.asarray(grid, dtype=float)
     x = np.asarray(fga_by_lambda, dtype=float)
     y, w = np.asarray(rating, dtype=float), np.asarray(weights, dtype=float)
     r = _weighted_r_rows(x, y, w[None, :])[0]
-    best = float(grid[int(np.nanargmax(r))]) if np.isfinite(r).any() else None
+    if not np.isfinite(r).any():
+        best = None
+    elif refine:
+        from metrics.design import refined_argmax
+
+        best = float(refined_argmax(r, grid))
+    else:
+        best = float(grid[int(np.nanargmax(r))])
     row = {
         "lambda_star": best,
         "r": None if best is None else float(np.nanmax(r)),
         "n": int(len(y)),
         "ci": None,
         "ci_width": None,
-        "method": "argmax weighted Pearson (1/π), bootstrap over dialogues",
+        "method": "argmax weighted Pearson (1/π)"
+        + (", refined between grid points" if refine else "")
+        + ", bootstrap over dialogues",
     }
     if resamples > 0 and len(y) >= 3 and best is not None:
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
-        stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
+        curves = np.where(np.isfinite(boot[ok]), boot[ok], -np.inf)
+        if refine:
+            from metrics.design import refined_argmax
+
+            stars = refined_argmax(np.where(np.isfinite(boot[ok]), boot[ok], np.nan), grid)
+        else:
+            stars = grid[np.nanargmax(curves, axis=1)]
         low, high = percentile_ci(stars, confidence)
         row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
     return row
@@ -315,6 +332,7 @@ def design_report(
     family: str = "reference",
     reference: str = "jga",
     fga_lambda: float = 0.5,
+    refine: bool = False,
 ) -> dict:
     """Every correlation, difference and λ* of a study under its design: each judged dialogue weighted
     by 1/π (``pi``), intervals from the bootstrap over the judged dialogues (weights kept), p-values of
@@ -401,5 +419,5 @@ def design_report(
         "notes": notes,
     }
     if fga_grid is not None and len(grid) and len(y) >= 3:
-        result["lambda"] = lambda_star(fga_grid, grid, y, w, resamples=resamples, seed=seed, confidence=confidence)
+        result["lambda"] = lambda_star(fga_grid, grid, y, w, resamples=resamples, seed=seed, confidence=confidence, refine=refine)
     return result

@@ -528,6 +528,7 @@ def design_summary(
         family=settings.family,
         reference=settings.reference,
         fga_lambda=float((allocation or {}).get("lambda", settings.fga_lambda)),  # the λ the design was chosen for
+        refine=(allocation or {}).get("policy") == "designed",  # the designer's λ*: between grid points, as predicted
     )
     return {**base, **report}
 
@@ -584,6 +585,11 @@ def corrected_summary(
     rows = np.array([position[d] for d in rated], dtype=int)
     ratings = [by_dialogue[d] for d in rated]
     overlap = sum(len(r) >= 2 for r in ratings)
+    if design.get("weighting"):
+        out["notes"].append(
+            "the dialogues were drawn with π by their λ scores: these corrected correlations are unweighted and describe "
+            "the judged dialogues; λ* and the design's weighted estimates hold for the pool"
+        )
     out.update({"n_dialogues": len(rated), "n_overlap": overlap, "n_votes": sum(len(r) for r in ratings)})
     if overlap < MIN_OVERLAP:
         out["note"] = (

@@ -22,7 +22,9 @@ and predicts each design's 95% interval width for the question:
   the delta-method term of 1/√R̂ with the ICC's sampling variance on the overlap subset (Fisher 1925:
   2(1 − ρ)²(1 + (k − 1)ρ)² / (k(k − 1)(m − 1))).
 * ``agreement``: ICC(1,1) itself; only the overlap subset matters.
-* ``lambda``: not supported yet (a clear ValueError).
+* ``lambda``: λ*, the argmax of r(FGA_λ, rating), which the correction does not move: one vote per
+  dialogue but the smallest identified overlap subset, the dialogues drawn with π from their λ scores
+  and weighted 1/π; the width is simulated (:func:`lambda_width`), there is no closed form.
 
 It refuses designs whose estimate is not identified: fewer than ``MIN_OVERLAP`` dialogues with two or
 more votes, or an ICC whose predicted standard error leaves a non-positive estimate likely
@@ -212,32 +214,83 @@ def _var_diff_r(r_a, r_b, r_ab, n):
     return ((1 - r_a**2) ** 2 + (1 - r_b**2) ** 2 - 2 * cov) / n
 
 
+CORRECTION_POINTS = 64  # conditional quantiles of the ICC estimate's exact distribution used for the prediction
+
+
+def icc_estimate_quantiles(icc: float, k_o: int, m) -> tuple[np.ndarray, np.ndarray]:
+    """The ICC(1,1) estimate of m dialogues with k_o votes each at ``CORRECTION_POINTS`` equally likely
+    points of its exact distribution under the normal one-way model (MSB/MSW is
+    (1 + (k_o − 1)ICC)/(1 − ICC) times an F(m − 1, m(k_o − 1)) variable; Searle, Casella & McCulloch
+    1992, 3.5), conditional on a positive estimate (the estimator refuses the others), and P(estimate ≤ 0).
+    ``m`` broadcasts: the points are the last axis."""
+    from scipy.stats import f as f_dist
+
+    m = np.asarray(m, dtype=float)[..., None]
+    scale = (1 + (k_o - 1) * icc) / (1 - icc)
+    d1, d2 = np.maximum(m - 1, 1.0), np.maximum(m * (k_o - 1), 1.0)
+    p_zero = f_dist.cdf(1 / scale, d1, d2)
+    u = (np.arange(CORRECTION_POINTS) + 0.5) / CORRECTION_POINTS
+    ratio = scale * f_dist.ppf(p_zero + (1 - p_zero) * u, d1, d2)
+    return (ratio - 1) / (ratio + k_o - 1), p_zero[..., 0]
+
+
+def _mixture_width(centre, sd, factor, confidence, iterations: int = 40):
+    """Width of the central ``confidence`` interval of (centre + sd·Z)·factor_j, j equally likely
+    (``factor`` has the points on its last axis): the mixture's quantiles by bisection, vectorised."""
+    from scipy.special import ndtr
+
+    centre, sd = np.asarray(centre, dtype=float)[..., None], np.asarray(sd, dtype=float)[..., None]
+    lo_end = np.minimum((centre - 8 * sd) * factor, (centre + 8 * sd) * factor).min(axis=-1)
+    hi_end = np.maximum((centre - 8 * sd) * factor, (centre + 8 * sd) * factor).max(axis=-1)
+
+    def quantile(p):
+        lo, hi = lo_end.copy(), hi_end.copy()
+        for _ in range(iterations):
+            mid = (lo + hi) / 2
+            cdf = ndtr((mid[..., None] / factor - centre) / sd).mean(axis=-1)
+            below = cdf < p
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return (lo + hi) / 2
+
+    tail = (1 - confidence) / 2
+    return quantile(1 - tail) - quantile(tail)
+
+
 def predicted_width(question: str, r_a: float, r_b: float, r_ab: float, *, icc: float, n, m, k_o, confidence: float = 0.95):
     """Predicted interval width (arrays broadcast over n, m) for n dialogues, m of them with k_o votes and
-    the rest one; ``r_a``, ``r_b`` are the corrected (k-free) correlations, ``r_ab`` the metrics'."""
+    the rest one; ``r_a``, ``r_b`` are the corrected (k-free) correlations, ``r_ab`` the metrics'.
+
+    ``comparison``: the central ``confidence`` range of (r̂_a − r̂_b)/√R̂.  The numerator is normal with
+    Olkin & Finn's variance at the attenuated correlations (scaled by t(n − 1)/z); R̂ follows the ICC
+    estimate's exact distribution on the overlap subset (:func:`icc_estimate_quantiles`, conditional on a
+    positive estimate), so the correction's nonlinearity near an ICC of 0 is in the width (a delta method
+    is not: it predicted 0.20 where 0.6 was simulated at ICC 0.26 with 100 dialogues x 2 votes)."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     n, m = np.asarray(n, dtype=float), np.asarray(m, dtype=float)
     var_icc = 2 * (1 - icc) ** 2 * (1 + (k_o - 1) * icc) ** 2 / (k_o * (k_o - 1) * np.maximum(m - 1, 1e-9))
     if question == "agreement":
-        var = var_icc
-        df = m
+        width = 2 * student_t.ppf(0.5 + confidence / 2, np.maximum(m - 1, 1)) * np.sqrt(var_icc)
     elif question == "comparison":
+        n, m = np.broadcast_arrays(n, m)
         h = ((n - m) + m / k_o) / n  # mean(1/k)
         rel = icc / (icc + (1 - icc) * h)
         a, b = r_a * np.sqrt(rel), r_b * np.sqrt(rel)
-        d_rel = h / (icc + (1 - icc) * h) ** 2  # dR / dICC
-        var = _var_diff_r(a, b, r_ab, n) / rel + 0.25 * (a - b) ** 2 * rel**-3 * d_rel**2 * var_icc
-        df = n
+        z = norm.ppf(0.5 + confidence / 2)
+        sd = np.sqrt(_var_diff_r(a, b, r_ab, n)) * student_t.ppf(0.5 + confidence / 2, np.maximum(n - 1, 1)) / z
+        icc_hat, _ = icc_estimate_quantiles(icc, k_o, m)
+        icc_hat = np.maximum(icc_hat, 1e-12)
+        rel_hat = icc_hat / (icc_hat + (1 - icc_hat) * h[..., None])
+        width = _mixture_width(a - b, sd, 1 / np.sqrt(rel_hat), confidence)
     else:
         raise ValueError(_unsupported(question))
-    from scipy.stats import t as student_t
-
-    width = 2 * student_t.ppf(0.5 + confidence / 2, np.maximum(df - 1, 1)) * np.sqrt(var)
     return float(width) if np.ndim(width) == 0 else width
 
 
 def _unsupported(question: str) -> str:
     if question == "lambda":
-        return "question 'lambda' is not supported by the designer yet: use 'comparison' or 'agreement'"
+        return "question 'lambda': its width is simulated (lambda_width), there is no closed form"
     return f"question must be one of {', '.join(QUESTIONS)}, got {question!r}"
 
 
@@ -247,7 +300,9 @@ def _unsupported(question: str) -> str:
 @dataclass(frozen=True)
 class Design:
     """n dialogues from a pool of ``pool``: m of them (a random subset, probability m/n each) get
-    ``k_overlap`` votes, the rest one.  ``pi_dialogue`` is each pool dialogue's chance to be judged."""
+    ``k_overlap`` votes, the rest one.  ``pi_dialogue`` is each pool dialogue's chance to be judged (the
+    mean chance with ``weighting``: then each dialogue's π follows its λ score, ``metrics.adaptive``, n is
+    the expected number judged and each judged dialogue is weighted 1/π in every estimate)."""
 
     label: str
     n: int
@@ -256,6 +311,7 @@ class Design:
     judgements: int
     width: float | None
     pool: int
+    weighting: str | None = None  # "lambda": the n dialogues by Poisson sampling with π from the λ scores
     pi_dialogue: float = field(init=False)
     pi_overlap: float = field(init=False)
 
@@ -284,8 +340,8 @@ class Proposal:
     fga_11x100: Design | None
     icc: float
     r_a: float
-    r_b: float
-    r_ab: float
+    r_b: float | None  # None for the question 'lambda' (one metric over a λ grid)
+    r_ab: float | None
     notes: tuple[str, ...] = ()
     uniform_needed: int | None = None
 
@@ -362,12 +418,14 @@ def design(
     study's 11 × 100.  ``r_a``, ``r_b``: prior corrected correlations of the two metrics with the
     expected rating; ``icc``: a pilot's or prior single-rating ICC(1,1).  ValueError when no identified
     design fits."""
-    if question not in ("comparison", "agreement"):
+    if question not in QUESTIONS:
         raise ValueError(_unsupported(question))
     if (budget is None) == (target_width is None):
         raise ValueError("give a budget of judgements or a target width, one of them")
     if not 0 < icc < 1:
         raise ValueError(f"the single-rating ICC must lie in (0, 1), got {icc}")
+    if question == "lambda":
+        return _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_options, confidence)
     r_ab, pool = pool_correlation(metric_scores, metric_a, metric_b)
     from metrics.planning import check
 
@@ -389,19 +447,21 @@ def design(
                 continue
             widths = _width(question, r_a, r_b, r_ab, icc, ns, mm, k_o, confidence)
             cost = ns + mm * (k_o - 1)
-        else:  # the fewest judgements: for each m, the smallest n reaching the target
-            n_all = np.arange(1, pool + 1)
-            ns_list, mm_list = [], []
-            for m in ms:
-                n_try = n_all[n_all >= max(m, 4)]
-                w = _width(question, r_a, r_b, r_ab, icc, n_try, np.full(n_try.size, m), k_o, confidence)
-                hit = np.nonzero(w <= target_width)[0]
-                if hit.size:
-                    ns_list.append(n_try[hit[0]])
-                    mm_list.append(m)
-            if not ns_list:
+        else:  # the fewest judgements: for each m, the smallest n reaching the target (bisection over n)
+            ms = np.unique(ms[np.unique(np.geomspace(1, ms.size, 160).astype(int) - 1)])  # m smooth: 160 values
+            lo = np.maximum(ms, 4).astype(float)
+            hi = np.full(ms.size, float(pool))
+            reach = _width(question, r_a, r_b, r_ab, icc, hi, ms, k_o, confidence) <= target_width
+            if not reach.any():
                 continue
-            ns, mm = np.array(ns_list), np.array(mm_list)
+            lo, hi, mm = lo[reach], hi[reach], ms[reach]
+            first = _width(question, r_a, r_b, r_ab, icc, lo, mm, k_o, confidence) <= target_width
+            hi = np.where(first, lo, hi)  # already at the smallest n
+            while np.any(hi - lo > 1):
+                mid = np.floor((lo + hi) / 2)
+                ok = _width(question, r_a, r_b, r_ab, icc, mid, mm, k_o, confidence) <= target_width
+                lo, hi = np.where(ok | (hi - lo <= 1), lo, mid), np.where(ok & (hi - lo > 1), mid, hi)
+            ns = hi.astype(int)
             widths = _width(question, r_a, r_b, r_ab, icc, ns, mm, k_o, confidence)
             cost = ns + mm * (k_o - 1)
         keep = (cost <= budget) if budget is not None else (widths <= target_width)
@@ -425,7 +485,7 @@ def design(
     uniform = _uniform(question, r_a, r_b, r_ab, icc, pool, budget, target_width, confidence)
     fga = _fixed(question, r_a, r_b, r_ab, icc, pool, 100, 11, "FGA study 11 x 100", confidence)
     needed = _uniform_judgements(question, r_a, r_b, r_ab, icc, pool, width, confidence)
-    notes = [f"r_a, r_b: corrected correlations with the expected rating (prior {r_a}, {r_b}); r_ab from the pool"]
+    notes = [f"r_a, r_b: corrected correlations with the expected rating (prior {r_a:g}, {r_b:g}); r_ab from the pool"]
     if question == "comparison":
         notes.append("the overlap subset: a simple random sample of the judged dialogues, probability m / n each")
     return Proposal(question, proposal, uniform, fga, icc, r_a, r_b, r_ab, tuple(notes), needed)
@@ -460,3 +520,245 @@ def _uniform_judgements(question, r_a, r_b, r_ab, icc, pool, width, confidence) 
     w = _width(question, r_a, r_b, r_ab, icc, ns, ns, 3, confidence)
     hit = np.nonzero(w <= width * (1 + 1e-12))[0]
     return None if hit.size == 0 else int(3 * ns[hit[0]])
+
+
+# ---------------------------------------------------------------- the question 'lambda' (λ*)
+
+LAMBDA_REPLICATES = 2000  # simulated studies behind a predicted λ* width
+DESIGN_GRID = tuple(round(float(x), 2) for x in np.linspace(0.05, 2.0, 40))  # the λ grid the app and CLI score a pool on
+
+
+def nearest_on_grid(lam: float, grid=DESIGN_GRID) -> float:
+    """The grid's λ nearest to ``lam`` (the prior best λ of the question 'lambda')."""
+    return float(min(grid, key=lambda g: abs(g - lam)))
+
+
+def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+    """The pool's FGA over a λ grid from the scores keyed ``fga_<λ>``: (the grid, sorted; dialogues × λ)."""
+    found = []
+    for key in metric_scores:
+        if key.startswith("fga_"):
+            try:
+                found.append((float(key[4:]), key))
+            except ValueError:
+                continue
+    found.sort()
+    if len(found) < 3:
+        raise ValueError(
+            f"the question 'lambda' needs FGA at 3 or more λ values (columns fga_<λ>), have {len(found)}: "
+            f"{', '.join(k for _, k in found) or 'none'}"
+        )
+    grid = np.array([lam for lam, _ in found])
+    return grid, np.column_stack([np.asarray(metric_scores[k], dtype=float) for _, k in found])
+
+
+def refined_argmax(curves, grid) -> np.ndarray:
+    """The λ of the highest value of each curve (last axis over ``grid``), refined between the best grid
+    point's neighbours by the parabola through the three points; at the grid's ends, the end.
+
+    >>> float(refined_argmax(np.array([0.1, 0.3, 0.35, 0.2]), np.array([0.0, 0.5, 1.0, 1.5])))
+    0.875
+    """
+    curves = np.asarray(curves, dtype=float)
+    grid = np.asarray(grid, dtype=float)
+    best = np.nanargmax(np.where(np.isfinite(curves), curves, -np.inf), axis=-1)
+    inner = np.clip(best, 1, grid.size - 2)
+    c0, c1, c2 = (np.take_along_axis(curves, (inner + d)[..., None], axis=-1)[..., 0] for d in (-1, 0, 1))
+    x0, x1, x2 = grid[inner - 1], grid[inner], grid[inner + 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num = (x1 - x0) ** 2 * (c1 - c2) - (x1 - x2) ** 2 * (c1 - c0)
+        den = (x1 - x0) * (c1 - c2) - (x1 - x2) * (c1 - c0)
+        vertex = np.clip(x1 - 0.5 * num / den, x0, x2)
+    at_end = (best == 0) | (best == grid.size - 1) | ~np.isfinite(vertex) | (den <= 0)
+    return np.where(at_end, grid[best], vertex)
+
+
+def simulated_lambda_stars(
+    fga,
+    grid,
+    lam0: float,
+    rho: float,
+    icc: float,
+    n: int,
+    m: int,
+    k_o: int,
+    *,
+    weighted=False,
+    replicates=LAMBDA_REPLICATES,
+    seed=29,
+    chunk: int = 250,
+) -> np.ndarray:
+    """λ̂ (:func:`refined_argmax` of r(FGA_λ, mean rating)) in simulated studies of n pool dialogues drawn
+    at random, m of them with k_o votes, the rest one, under the normal model: the expected rating
+    T = ρ·z(FGA at λ0) + √(1 − ρ²)·noise (so λ* = λ0), each vote T plus rater noise of variance
+    (1 − ICC)/ICC.  ``weighted``: the dialogues by Poisson sampling with π from the λ scores (n expected),
+    each weighted 1/π in a weighted Pearson r (Hájek).  A study is a row of weights over the pool (0: not
+    drawn), so ``chunk`` studies are a few matrix products.  Seeded by the design: the same design gives
+    the same figures."""
+    from metrics import adaptive
+
+    fga = np.asarray(fga, dtype=float)
+    pool = fga.shape[0]
+    j0 = int(np.argmin(np.abs(np.asarray(grid) - lam0)))
+    z0 = (fga[:, j0] - fga[:, j0].mean()) / fga[:, j0].std()
+    x = fga - fga.mean(axis=0)  # centring once does not change a correlation
+    rng = np.random.default_rng([int(seed), int(n), int(m), int(k_o), int(weighted)])
+    pi = adaptive.inclusion_probabilities(adaptive.lambda_scores(fga), expected=n) if weighted else None
+    sigma = math.sqrt((1 - icc) / icc)
+    stars = []
+    for start in range(0, replicates, chunk):
+        b = min(chunk, replicates - start)
+        if weighted:
+            taken = rng.random((b, pool)) < pi
+            w = np.where(taken, 1 / pi, 0.0)
+        else:
+            order = rng.random((b, pool)).argsort(axis=1)
+            taken = np.zeros((b, pool), dtype=bool)
+            np.put_along_axis(taken, order[:, :n], True, axis=1)
+            w = taken.astype(float)
+        keys = np.where(taken, rng.random((b, pool)), np.inf)  # the overlap subset: a random m of those drawn
+        overlap = np.zeros((b, pool), dtype=bool)
+        if m > 0:
+            np.put_along_axis(overlap, np.argsort(keys, axis=1)[:, :m], True, axis=1)
+            overlap &= taken
+        k = np.where(overlap, k_o, 1.0)
+        y = rho * z0 + math.sqrt(1 - rho**2) * rng.normal(size=(b, pool)) + sigma / np.sqrt(k) * rng.normal(size=(b, pool))
+        total = w.sum(axis=1, keepdims=True)
+        mean_x = (w @ x) / total
+        mean_y = (w * y).sum(axis=1, keepdims=True) / total
+        cov = ((w * y) @ x) / total - mean_y * mean_x
+        var_x = (w @ x**2) / total - mean_x**2
+        var_y = (w * y**2).sum(axis=1, keepdims=True) / total - mean_y**2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            curves = cov / np.sqrt(var_x * var_y)
+        stars.append(refined_argmax(curves, grid))
+    return np.concatenate(stars)
+
+
+def lambda_width(
+    fga, grid, lam0, rho, icc, n, m, k_o, *, weighted=False, confidence: float = 0.95, replicates=LAMBDA_REPLICATES
+) -> float:
+    """Predicted width of λ*'s interval: the central ``confidence`` range of :func:`simulated_lambda_stars`."""
+    stars = simulated_lambda_stars(fga, grid, lam0, rho, icc, n, m, k_o, weighted=weighted, replicates=replicates)
+    low, high = np.quantile(stars, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(high - low)
+
+
+def _n_reliability(icc, n, m, k_o):
+    """n·R: λ*'s precision grows with it (width ∝ 1/√(nR)): the rater noise of a mean, 1/R, over n dialogues."""
+    h = ((n - m) + m / k_o) / n
+    return n * icc / (icc + (1 - icc) * h)
+
+
+def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_options, confidence) -> Proposal:
+    """λ*: the argmax of r(FGA_λ, rating) is not moved by the common factor √R, so no correction enters and
+    the most dialogues win (width ∝ 1/√(nR), nR = n·ICC/(ICC + (1 − ICC)·mean(1/k)), largest at k = 1);
+    an overlap subset, the smallest identified one, is kept so that agreement and the human ceiling stay
+    estimable.  The dialogues are drawn with π from how much their FGA moves with λ
+    (``metrics.adaptive.lambda_scores``; Poisson sampling, n expected) and weighted 1/π, as the adaptive
+    design of issue 17 does.  Widths are simulated (:func:`lambda_width`) at the chosen design and the
+    references; the judgements uniform k = 3 needs for the proposal's width follow from its simulated
+    width by width ∝ 1/√n."""
+    grid, fga = fga_grid(metric_scores)
+    try:
+        lam0 = float(metric_a[4:]) if metric_a.startswith("fga_") else 0.5
+    except ValueError:
+        lam0 = 0.5
+    if not grid[0] <= lam0 <= grid[-1]:
+        raise ValueError(f"the prior λ {lam0:g} lies outside the pool's grid {grid[0]:g}..{grid[-1]:g}")
+    if not 0 < r_a < 1:
+        raise ValueError(f"the prior r(FGA, expected rating) must lie in (0, 1), got {r_a}")
+    pool = fga.shape[0]
+    best = None  # (key, n, m, k_o)
+    for k_o in k_options:
+        ms = np.arange(MIN_OVERLAP, pool + 1)
+        ms = ms[_identified(icc, k_o, ms)]
+        if ms.size == 0:
+            continue
+        if budget is not None:
+            ns = np.minimum(budget - ms * (k_o - 1), pool)
+        else:
+            ns = np.full(ms.size, pool)
+        ok = ns >= ms
+        if not ok.any():
+            continue
+        ns, ms = ns[ok], ms[ok]
+        score = _n_reliability(icc, ns, ms, k_o)
+        cost = ns + ms * (k_o - 1)
+        if budget is not None:
+            i = int(np.lexsort((cost, -score))[0])
+            key = (-score[i], cost[i])
+        else:
+            i = 0
+            key = None
+        candidate = (key, int(ns[i]), int(ms[i]), k_o)
+        if budget is None:
+            best = candidate if best is None else best  # target: chosen below from nR
+        elif best is None or key < best[0]:
+            best = candidate
+    if best is None:
+        need = f"a budget of {budget} judgements" if budget is not None else f"a width of {target_width}"
+        raise ValueError(
+            f"no identified design for {need} on a pool of {pool} dialogues at ICC {icc}: the overlap subset needs at "
+            f"least {MIN_OVERLAP} dialogues with 2-3 votes and an ICC estimate with ICC/SE >= {MIN_ICC_Z:g} "
+            f"(at k = 2, at least {_min_overlap(icc, 2)} dialogues)"
+        )
+
+    def width(n, m, k_o, weighted=False):
+        return lambda_width(fga, grid, lam0, r_a, icc, n, m, k_o, weighted=weighted, confidence=confidence)
+
+    if budget is None:  # the cheapest design whose nR reaches the target's, from a reference simulation
+        _, n0, m0, k0 = best
+        w0 = width(n0, m0, k0, True)
+        needed = _n_reliability(icc, n0, m0, k0) * (w0 / target_width) ** 2
+        choice = None
+        for k_o in k_options:
+            m = _min_overlap(icc, k_o)
+            if m < 0 or m > pool:
+                continue
+            ns = np.arange(m, pool + 1)
+            reach = np.nonzero(_n_reliability(icc, ns, m, k_o) >= needed)[0]
+            if reach.size:
+                n = int(ns[reach[0]])
+                cost = n + m * (k_o - 1)
+                if choice is None or cost < choice[0]:
+                    choice = (cost, n, m, k_o)
+        if choice is None:
+            raise ValueError(
+                f"no design on a pool of {pool} dialogues reaches a λ* width of {target_width} at ICC {icc} "
+                f"(all {pool} judged: about {w0:.3f})"
+            )
+        _, n, m, k_o = choice
+        n_ref = min(pool, 300)
+        n3 = math.ceil(n_ref * (width(n_ref, n_ref, 3) / target_width) ** 2)  # uniform: width ∝ 1/√n
+        n3 = n3 if n3 <= pool else None
+    else:
+        _, n, m, k_o = best
+        n3 = min(budget // 3, pool)
+    proposal = Design("designer", n, m, k_o, n + m * (k_o - 1), width(n, m, k_o, True), pool, "lambda")
+    uniform = None
+    uniform_needed = None
+    if n3 is not None and n3 >= MIN_OVERLAP:
+        uniform = Design("uniform k = 3", n3, n3, 3, 3 * n3, width(n3, n3, 3), pool)
+        same = math.ceil(n3 * (uniform.width / proposal.width) ** 2) if proposal.width > 0 else None
+        uniform_needed = 3 * same if same is not None and same <= pool else None
+    n11 = min(100, pool)
+    fga11 = Design("FGA study 11 x 100", n11, n11, 11, 11 * n11, width(n11, n11, 11), pool) if n11 >= MIN_OVERLAP else None
+    span = float(grid[-1] - grid[0])
+    unpinned = []
+    if proposal.width >= 0.9 * span:  # the estimates spread over the grid: no width to compare
+        uniform_needed = None
+        unpinned.append(
+            f"λ* is not pinned down by this design: its predicted 95% interval spans {proposal.width:.2f} of the grid's "
+            f"{span:.2f} (λ {grid[0]:g}..{grid[-1]:g}); it needs more dialogues or a stronger prior r"
+        )
+    notes = (
+        *unpinned,
+        f"r_a: prior corrected r(FGA at λ {lam0:g}, expected rating) = {r_a:g}; λ* is not moved by the correction",
+        "the dialogues drawn with π from how much their FGA moves with λ (Poisson sampling, n expected), each "
+        "weighted 1/π: estimates are for the whole pool",
+        f"λ* widths simulated (normal model, {LAMBDA_REPLICATES:,} studies, λ* refined between grid points); uniform's "
+        "judgements for the same width by width ∝ 1/√n",
+        "the overlap subset (the smallest whose ICC is identified) keeps agreement and the human ceiling estimable",
+    )
+    return Proposal("lambda", proposal, uniform, fga11, icc, r_a, None, None, notes, uniform_needed)

@@ -512,22 +512,47 @@ def _designed_table(design: dict) -> Table:
     """A designer's design (issue 29): the k-independent target, each metric's correlation with the
     expected rating corrected for the ratings' reliability, the question's difference first."""
     corrected = design.get("corrected") or {}
-    chosen = (design.get("allocation") or {}).get("design") or {}
+    allocation = design.get("allocation") or {}
+    chosen = allocation.get("design") or {}
+    by_lambda = chosen.get("weighting") == "lambda"
+    drawn = (
+        f"{chosen.get('drawn')} dialogues drawn with π by their λ scores (weighted 1/π)"
+        if by_lambda
+        else f"{chosen.get('n')} dialogues"
+    )
     notes = [
-        f"designed: {chosen.get('n')} dialogues, a random {chosen.get('m')} of them with {chosen.get('k_overlap')} votes, "
+        f"designed: {drawn}, a random {chosen.get('m')} of them with {chosen.get('k_overlap')} votes, "
         "the others 1 (k and the dialogues chosen together, before any vote)"
     ]
     if corrected.get("target"):
         notes.append(corrected["target"])
+    found = design.get("lambda") if allocation.get("question") == "lambda" else None
+    lambda_row = None
+    if found and found.get("lambda_star") is not None:
+        lambda_row = [
+            "question: λ* (1/π-weighted, for the pool; CI: percentile bootstrap over dialogues)",
+            number(found["lambda_star"]),
+            interval(found["ci"]),
+        ]
+        notes.append("λ*: the weighted argmax of r(FGA_λ, mean rating), refined between grid points; no correction moves it")
     if "note" in corrected or not corrected.get("metrics"):
-        return Table("Design: designed", (), [], [*notes, corrected.get("note", "no corrected estimates yet")])
+        columns = ("estimate", "value", "95% CI") if lambda_row else ()
+        return Table(
+            "Design: designed",
+            columns,
+            [lambda_row] if lambda_row else [],
+            [*notes, corrected.get("note", "no corrected estimates yet")],
+        )
     rows = [[f"ρ {m['metric']}", number(m["estimate"]), interval(m["ci"])] for m in corrected["metrics"]]
     difference = corrected.get("difference")
     if difference:
+        label = "" if lambda_row else "question: "
         rows.insert(
             0,
-            [f"question: ρ {difference['a']} - ρ {difference['b']}", number(difference["estimate"]), interval(difference["ci"])],
+            [f"{label}ρ {difference['a']} - ρ {difference['b']}", number(difference["estimate"]), interval(difference["ci"])],
         )
+    if lambda_row:
+        rows.insert(0, lambda_row)
     notes.append(
         f"{corrected.get('n_dialogues')} dialogues, {corrected.get('n_overlap')} with two or more votes; single-rating "
         f"ICC {number(corrected.get('icc'))}, reliability of the dialogue means {number(corrected.get('reliability'))}"

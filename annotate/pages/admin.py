@@ -228,8 +228,13 @@ def _design_settings(engine, user, study) -> None:
                 note.success(f"Design set: {drawn.policy}, {drawn.included} of {drawn.items} items will be judged.")
     if current["policy"] == "designed":
         fixed = current.get("design") or {}
+        drawn = (
+            f"{fixed.get('drawn')} dialogues drawn by their λ scores, weighted 1/π"
+            if fixed.get("weighting")
+            else f"{fixed.get('n')} dialogues"
+        )
         st.caption(
-            f"Now: the designer's design ({fixed.get('n')} dialogues, {fixed.get('m')} of them with "
+            f"Now: the designer's design ({drawn}, {fixed.get('m')} of them with "
             f"{fixed.get('k_overlap')} votes, the others 1; {fixed.get('judgements')} judgements)."
         )
     _designer(engine, user, study)
@@ -237,18 +242,49 @@ def _design_settings(engine, user, study) -> None:
 
 def _designer(engine, user, study) -> None:
     """The designer (issue 29, ``metrics.design``): dialogues and votes per dialogue chosen together for
-    the narrowest predicted interval of r(FGA) - r(JGA) (corrected for the ratings' reliability), beside
-    uniform k = 3 and the FGA study's 11 x 100; the admin can fix the proposal before the first vote."""
+    the narrowest predicted interval of the study's question — r(FGA) - r(JGA) (corrected for the
+    ratings' reliability) or λ* — beside uniform k = 3 and the FGA study's 11 x 100; the admin can fix
+    the proposal before the first vote."""
     st.markdown("**Designer**: k and the dialogues chosen together (satisfaction studies)")
-    left, middle, right = st.columns(3)
-    icc = left.number_input("Single-rating ICC (a pilot's, or a prior)", 0.01, 0.99, 0.3, 0.05, key=f"designer-icc-{study.id}")
+    first, left, middle, right, prior = st.columns(5)
+    questions = {"comparison": "r(FGA) - r(JGA), corrected", "lambda": "λ*, the FGA λ people agree with most"}
+    question = first.selectbox(
+        "Question to answer", list(questions), format_func=questions.get, key=f"designer-question-{study.id}"
+    )
+    icc = left.number_input(
+        "ICC of one rating",
+        0.01,
+        0.99,
+        0.3,
+        0.05,
+        key=f"designer-icc-{study.id}",
+        help="The single-rating ICC(1,1) of a pilot, or a prior: how much of a vote's variance is the dialogue's.",
+    )
     budget = middle.number_input("Budget (judgements)", 1, value=1200, key=f"designer-budget-{study.id}")
-    lam = right.number_input("FGA λ", 0.0, value=0.5, step=0.05, key=f"designer-lambda-{study.id}")
+    lam = right.number_input("FGA λ (λ*: the prior best)", 0.0, value=0.5, step=0.05, key=f"designer-lambda-{study.id}")
+    r_a = prior.number_input(
+        "Prior r(FGA, rating)",
+        0.01,
+        0.99,
+        0.4,
+        0.05,
+        key=f"designer-r-{study.id}",
+        help="A pilot's or a published correlation of FGA at this λ with the dialogues' expected rating; "
+        "r(JGA) is taken 0.1 lower for the comparison.",
+    )
     kept = f"designer-proposal-{study.id}"
     if st.button("Propose a design", key=f"designer-go-{study.id}"):
         try:
             st.session_state[kept] = service.design_proposal(
-                engine, user, study.id, icc=float(icc), budget=int(budget), lam=float(lam)
+                engine,
+                user,
+                study.id,
+                icc=float(icc),
+                budget=int(budget),
+                lam=float(lam),
+                question=question,
+                r_a=float(r_a),
+                r_b=round(max(0.0, float(r_a) - 0.1), 4),
             )
         except ValueError as err:
             st.session_state.pop(kept, None)
@@ -259,7 +295,7 @@ def _designer(engine, user, study) -> None:
     rows = [
         {
             "design": label,
-            "dialogues": d.n,
+            "dialogues": f"{d.n} expected, π by λ score" if d.weighting else str(d.n),
             "overlap": f"{d.m} x k={d.k_overlap}" if d.m else "-",
             "judgements": d.judgements,
             "predicted 95% width": round(d.width, 3),

@@ -49,7 +49,7 @@ def test_the_designers_proposal_is_on_the_first_screen_beside_uniform(browser, s
     pick(page, "Study", POOL)
     wait_idle(page)
     page.get_by_role("tab", name="Design and budget").click()
-    icc = page.get_by_label("Single-rating ICC (a pilot's, or a prior)")
+    icc = page.get_by_label("ICC of one rating", exact=True)
     icc.fill("0.5")
     icc.press("Enter")
     wait_idle(page)
@@ -66,3 +66,56 @@ def test_the_designers_proposal_is_on_the_first_screen_beside_uniform(browser, s
     assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
     check_layout(page, "designer")
     page.context.close()
+
+
+def test_the_designers_lambda_proposal_is_on_the_first_screen(browser, server):  # noqa: F811
+    """The question λ*: one vote per dialogue drawn by λ score, beside uniform k = 3 and 11 x 100.
+    Screenshot: test-output/screenshots/designer-lambda.png."""
+    page = new_page(browser, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    page.get_by_role("link", name="Studies").click()
+    page.get_by_role("tab", name="Change a study").click()
+    pick(page, "Study", POOL)
+    wait_idle(page)
+    page.get_by_role("tab", name="Design and budget").click()
+    page.get_by_label("ICC of one rating", exact=True).wait_for()
+    wait_idle(page)
+    _choose(page, "Question to answer", "λ*, the FGA λ people agree with most")
+    wait_idle(page)
+    for label, value in (
+        ("Budget (judgements)", "390"),
+        ("Prior r(FGA, rating)", "0.8"),
+        ("ICC of one rating", "0.5"),
+    ):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Enter")
+        wait_idle(page)
+    after_run(page, lambda: page.get_by_role("button", name="Propose a design").click())
+    table = page.locator(".st-key-table-designer [data-testid='stDataFrame']")
+    table.wait_for()
+    fix = page.get_by_role("button", name="Fix this design (before the first vote)")
+    fix.scroll_into_view_if_needed()
+    screenshot_top(page, "designer-lambda")
+    assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
+    assert page.get_by_text("weighted 1/π").count() >= 1  # the note saying how the dialogues are drawn
+    check_layout(page, "designer-lambda")
+    page.context.close()
+
+
+def _choose(page, label: str, option: str) -> None:
+    """``pick``, with the select box opened again when a rerun closed its list before the option showed."""
+    box = page.get_by_test_id("stSelectbox").filter(has_text=label).filter(visible=True).first
+    choice = page.get_by_role("option", name=option).first
+    for _ in range(4):
+        box.click()
+        try:
+            choice.wait_for(timeout=5000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: the list closed; open it again
+            page.keyboard.press("Escape")
+            wait_idle(page)
+    after_run(page, choice.click)
+    from playwright.sync_api import expect
+
+    expect(box.get_by_role("combobox")).to_have_value(option)  # the choice took

@@ -344,3 +344,81 @@ def test_a_reopened_designed_item_is_rated_from_its_first_k_votes():
     votes = [Vote("d1", "a", "satisfied", "1"), Vote("d1", "b", "satisfied", "0"), Vote("d2", "a", "satisfied", "1")]
     kept = fixed_part(votes, 3, {("d1", ""): 1}, base={("d1", ""): 1, ("d2", ""): 1})
     assert [(v.item, v.annotator) for v in kept] == [("d1", "a"), ("d2", "a")]
+
+
+def test_a_lambda_design_draws_by_lambda_score_and_the_analysis_weights_it(engine, tmp_path):
+    """The designer's λ design (``weighting: lambda``): each dialogue's π from its λ score (the adaptive
+    draw of issue 17, n expected), a random m of those drawn with k_overlap votes, the others one; the
+    study's question becomes λ*, four annotators at once never pass a dialogue's k, and the analysis
+    weights each judged dialogue by 1/π and leads with λ*."""
+    from annotate.allocation import _scores
+    from metrics import adaptive
+
+    study, admin, people = _study(engine, tmp_path, n=60, overlap=3, annotators=4, name="lambda-design")
+    drawn = service.set_designed_k(engine, admin, study.id, {"n": 30, "m": 10, "k_overlap": 2, "seed": 5, "weighting": "lambda"})
+    designed = _designed_k(engine, study.id)
+    with read_session(engine) as session:
+        stored_study = session.get(Study, study.id)
+        items = list(session.scalars(select(Item).where(Item.study_id == study.id).order_by(Item.position, Item.id)))
+        scores = _scores(stored_study, items, "lambda", 0.5)
+        allocation = stored_study.settings["allocation"]
+    ((pi, take),) = adaptive.draw([[scores[i.id] for i in items]], 30, 5)
+    assert [p for _, _, p in designed.values()] == pytest.approx(pi.tolist())  # π by λ score: not all equal
+    assert len({round(p, 9) for p in pi}) > 5 and pi.sum() == pytest.approx(30)
+    assert [included for included, _, _ in designed.values()] == take.tolist()
+    ks = [k for included, k, _ in designed.values() if included]
+    assert drawn.included == int(take.sum()) == len(ks) and ks.count(2) == 10 and ks.count(1) == len(ks) - 10
+    assert allocation["question"] == "lambda"
+    design = allocation["design"]
+    assert (design["weighting"], design["drawn"], design["m"], design["judgements"]) == ("lambda", len(ks), 10, len(ks) + 10)
+
+    def work(person):
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            service.submit(engine, person, item.id, {"satisfied": str(int(item.position % 3 != 0))})
+
+    with ThreadPoolExecutor(max_workers=len(people)) as workers:
+        list(workers.map(work, people))
+    judged = _done_per_item(engine, study.id)
+    assert judged == {item_id: k for item_id, (included, k, _) in designed.items() if included}
+    from metrics.analysis import AnalysisSettings
+    from metrics.present import design_table
+
+    result = service.study_analysis(engine, admin, study.id, AnalysisSettings(resamples=50))
+    design = result["design"]
+    assert design["design"] == "designed" and design["n_judged"] == len(ks)
+    assert design["n_effective"] < len(ks)  # unequal weights: fewer effective dialogues than judged
+    found = design["lambda"]
+    assert "refined between grid points" in found["method"] and found["ci"][0] <= found["lambda_star"] <= found["ci"][1]
+    table = design_table(design)
+    assert table.rows[0][0].startswith("question: λ*") and table.rows[0][1] == f"{found['lambda_star']:.3f}"
+    assert any("unweighted and describe the judged dialogues" in note for note in design["corrected"]["notes"])
+
+
+def test_the_command_line_fixes_the_designers_lambda_proposal(db_url, engine, tmp_path):
+    """``... --policy designed --question lambda``: the designer's λ design (one vote each but the smallest
+    identified overlap, π by λ score) drawn and recorded; the study's question is λ*."""
+    import subprocess
+    import sys
+
+    study, _admin, _people = _study(engine, tmp_path, n=400, name="cli-designed-lambda")
+    expected = service.design_proposal(engine, service.CLI, study.id, icc=0.5, budget=300, question="lambda")
+    assert expected.proposal.weighting == "lambda" and expected.proposal.n == 300 - expected.proposal.m
+    done = subprocess.run(
+        [sys.executable, "-m", "annotate", "--db", db_url, "study", "design", "cli-designed-lambda"]
+        + ["--policy", "designed", "--question", "lambda", "--icc", "0.5", "--budget", "300", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["proposal"]["question"] == "lambda"
+    design = service.allocation_settings(engine, service.CLI, study.id)
+    assert design["policy"] == "designed" and design["question"] == "lambda"
+    assert design["design"]["weighting"] == "lambda" and design["design"]["m"] == expected.proposal.m
+    with read_session(engine) as session:
+        rows = session.execute(select(Item.k, Item.pi).where(Item.study_id == study.id, Item.included)).all()
+    assert (
+        len(rows) == design["design"]["drawn"] and [k for k, _ in rows].count(expected.proposal.k_overlap) == expected.proposal.m
+    )
+    assert len({round(pi, 9) for _, pi in rows}) > 10  # π by λ score, not n / pool

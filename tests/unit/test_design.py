@@ -36,15 +36,18 @@ def _study(rng, n: int, m: int, k_o: int, icc: float, r_a=R_A, r_b=R_B, r_ab=R_A
 
 
 def _simulated_width(n, m, k_o, icc, reps, seed):
+    """The central 95% range of the corrected difference over simulated studies (those whose ICC estimate
+    is positive: the estimator refuses the others), and its median."""
     rng = np.random.default_rng(seed)
     estimates = []
     for _ in range(reps):
         a, b, votes = _study(rng, n, m, k_o, icc)
         y = np.nanmean(votes, axis=1)
         _, reliability, _, _ = dz.reliability_parts(votes)
-        estimates.append((np.corrcoef(a, y)[0, 1] - np.corrcoef(b, y)[0, 1]) / math.sqrt(reliability))
-    estimates = np.asarray(estimates)
-    return 2 * student_t.ppf(0.975, n - 1) * estimates.std(ddof=1), estimates.mean()
+        if reliability > 0:
+            estimates.append((np.corrcoef(a, y)[0, 1] - np.corrcoef(b, y)[0, 1]) / math.sqrt(reliability))
+    low, high = np.quantile(estimates, [0.025, 0.975])
+    return high - low, float(np.median(estimates))
 
 
 def test_equal_k_is_todays_estimate_scaled_by_the_ceiling():
@@ -97,28 +100,32 @@ def test_too_small_an_overlap_is_refused():
 @pytest.mark.parametrize(
     ("icc", "design"),
     [
-        (0.3, (1007, 193, 2)),  # the designer's proposal for 1200 judgements at ICC 0.3
-        (0.6, (1112, 88, 2)),  # ... at ICC 0.6
+        (0.3, (914, 286, 2)),  # the designer's proposal for 1200 judgements at ICC 0.3
+        (0.6, (1087, 113, 2)),  # ... at ICC 0.6
         (0.3, (400, 400, 3)),  # uniform k = 3 at 1200 judgements
+        # near the identification bound (ICC / SE about 3): the ICC estimate's skewed distribution widens
+        # the interval; a delta method predicted 0.182 and 0.168 here (30-35% too narrow)
+        (0.26, (900, 60, 2)),
+        (0.3, (1000, 40, 2)),
     ],
 )
 def test_predicted_width_matches_simulation(icc, design):
     n, m, k_o = design
     predicted = dz.predicted_width("comparison", R_A, R_B, R_AB, icc=icc, n=n, m=m, k_o=k_o)
-    simulated, mean = _simulated_width(n, m, k_o, icc, reps=600, seed=29)
+    simulated, median = _simulated_width(n, m, k_o, icc, reps=1500, seed=29)
     assert simulated == pytest.approx(predicted, rel=0.10)
-    assert abs(mean - (R_A - R_B)) < 0.01  # the corrected difference estimates the k-free target
+    assert abs(median - (R_A - R_B)) < 0.015  # the corrected difference estimates the k-free target
 
 
 def test_designer_proposals_are_the_ones_simulated():
     pool = _pool()
     assert (lambda p: (p.n, p.m, p.k_overlap, p.judgements))(dz.design("comparison", pool, 1200, icc=0.3).proposal) == (
-        1007,
-        193,
+        914,
+        286,
         2,
         1200,
     )
-    assert (lambda p: (p.n, p.m, p.k_overlap))(dz.design("comparison", pool, 1200, icc=0.6).proposal) == (1112, 88, 2)
+    assert (lambda p: (p.n, p.m, p.k_overlap))(dz.design("comparison", pool, 1200, icc=0.6).proposal) == (1087, 113, 2)
 
 
 def test_jackknife_interval_covers_the_k_free_target():
@@ -141,8 +148,8 @@ def test_designer_beats_uniform_k3_when_rater_noise_dominates():
         savings[icc] = proposal.saving_vs_uniform()
         # the 11 x 100 design of the FGA study is the widest of the three at a similar budget
         assert proposal.fga_11x100.judgements == 1100 and proposal.fga_11x100.width > proposal.uniform_k3.width
-    # rater noise 80% of a vote's variance (ICC 0.2): 0.12 of uniform's judgements saved; more as the ICC grows
-    assert savings[0.2] == pytest.approx(0.117, abs=0.01)
+    # rater noise 80% of a vote's variance (ICC 0.2): 0.09 of uniform's judgements saved; more as the ICC grows
+    assert savings[0.2] == pytest.approx(0.093, abs=0.01)
     assert savings[0.2] < savings[0.3] < savings[0.5]
 
 
@@ -163,7 +170,7 @@ def test_designer_refuses_unidentified_designs():
         dz.design("comparison", pool, budget=100, icc=0.3)
     with pytest.raises(ValueError, match="no identified design"):
         dz.design("comparison", {k: v[:8] for k, v in pool.items()}, budget=1000, icc=0.3)
-    with pytest.raises(ValueError, match="'lambda' is not supported"):
+    with pytest.raises(ValueError, match="FGA at 3 or more λ values"):
         dz.design("lambda", pool, budget=1200, icc=0.3)
     with pytest.raises(ValueError, match="a budget of judgements or a target width"):
         dz.design("comparison", pool, icc=0.3)
@@ -185,12 +192,12 @@ def test_cli_design(tmp_path, capsys):
         writer.writerows([f"d{i}", a, b] for i, (a, b) in enumerate(zip(pool["fga_0.5"], pool["jga"], strict=True)))
     assert main(["design", "--scores", str(path), "--budget", "1200", "--icc", "0.3", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert (result["proposal"]["n"], result["proposal"]["m"]) == (1007, 193)
+    assert (result["proposal"]["n"], result["proposal"]["m"]) == (914, 286)
     assert result["uniform_k3"]["judgements"] == 1200 and result["fga_11x100"]["judgements"] == 1100
-    assert result["saving_vs_uniform_k3"] == pytest.approx(1 - 1200 / 1539)
+    assert result["saving_vs_uniform_k3"] == pytest.approx(1 - 1200 / 1455)
     assert main(["design", "--scores", str(path), "--budget", "1200", "--icc", "0.3"]) == 0
     text = capsys.readouterr().out
-    assert "uniform k = 3" in text and "FGA study 11 x 100" in text and "1007" in text
+    assert "uniform k = 3" in text and "FGA study 11 x 100" in text and "914" in text
     assert main(["design", "--scores", str(path), "--budget", "50", "--icc", "0.3"]) == 2
     assert "no identified design" in capsys.readouterr().err
 
@@ -205,3 +212,112 @@ def test_agreement_width_matches_simulation():
     assert simulated == pytest.approx(predicted, rel=0.10)
     proposal = dz.design("agreement", _pool(), budget=1200, icc=0.3).proposal
     assert proposal.n == proposal.m and proposal.judgements <= 1200 and proposal.width == pytest.approx(predicted)
+
+
+# ---------------------------------------------------------------- the question 'lambda'
+
+LAMBDAS = tuple(round(float(x), 2) for x in np.linspace(0.05, 2.0, 40))
+
+
+def _lambda_pool(size: int = 1500, seed: int = 0) -> dict[str, np.ndarray]:
+    """FGA over the λ grid for a pool of real-looking dialogues: per-dialogue FGA(λ) = (M1 + Σ (1 − e^{−λx}))/N
+    from seeded turn counts and type-2 distances, the form ``metrics`` computes."""
+    rng = np.random.default_rng(seed)
+    turns = rng.integers(4, 16, size)
+    exact = rng.binomial(turns, rng.beta(2, 2, size))
+    out = {}
+    lam = np.array(LAMBDAS)
+    type2 = [rng.integers(1, 8, rng.binomial(t - e, 0.6)) for t, e in zip(turns, exact, strict=True)]
+    values = np.array(
+        [(e + (1 - np.exp(-lam[:, None] * x[None, :])).sum(axis=1)) / t for e, x, t in zip(exact, type2, turns, strict=True)]
+    )
+    for j, v in enumerate(LAMBDAS):
+        out[f"fga_{v:g}"] = values[:, j]
+    out["jga"] = exact / turns
+    return out
+
+
+def test_refined_argmax_finds_the_vertex_between_grid_points():
+    grid = np.linspace(0, 2, 9)
+    curves = np.vstack([-((grid - 0.83) ** 2), -((grid - 1.17) ** 2), grid])  # the last rises to the grid's end
+    assert dz.refined_argmax(curves, grid) == pytest.approx([0.83, 1.17, 2.0])
+
+
+def test_lambda_designs_one_vote_each_but_the_smallest_identified_overlap():
+    pool = _lambda_pool()
+    for icc in (0.26, 0.7):
+        proposal = dz.design("lambda", pool, budget=900, icc=icc, r_a=0.8)
+        p = proposal.proposal
+        assert p.weighting == "lambda" and p.judgements == 900 and p.m == dz._min_overlap(icc, p.k_overlap)
+        assert p.n == 900 - p.m * (p.k_overlap - 1)
+        assert proposal.uniform_k3.judgements == 900 and p.width < proposal.uniform_k3.width < proposal.fga_11x100.width
+        assert proposal.r_b is None and proposal.saving_vs_uniform() > 0.1
+    # more agreement among raters: k = 1 gains more (per judgement, by 1 + 2 ICC in variance) with the same draw
+    low = dz.design("lambda", pool, budget=900, icc=0.26, r_a=0.8).saving_vs_uniform()
+    assert dz.design("lambda", pool, budget=900, icc=0.7, r_a=0.8).saving_vs_uniform() > low
+
+
+def _lambda_star_study(rng, pool, grid, n, m, k_o, icc, rho, lam0, weighted):
+    """One simulated study estimated as the analysis does (``metrics.adaptive.lambda_star``, refined, 1/π)."""
+    from metrics import adaptive
+
+    fga = np.column_stack([pool[f"fga_{v:g}"] for v in grid])
+    j0 = grid.index(lam0)
+    z0 = (fga[:, j0] - fga[:, j0].mean()) / fga[:, j0].std()
+    truth = rho * z0 + math.sqrt(1 - rho**2) * rng.normal(size=z0.size)
+    if weighted:
+        pi = adaptive.inclusion_probabilities(adaptive.lambda_scores(fga), expected=n)
+        rows = np.flatnonzero(adaptive.poisson_sample(pi, rng))
+        weights = 1 / pi[rows]
+    else:
+        rows, weights = rng.choice(z0.size, size=n, replace=False), np.ones(n)
+    k = np.ones(rows.size)
+    k[rng.choice(rows.size, size=min(m, rows.size), replace=False)] = k_o
+    rating = truth[rows] + math.sqrt((1 - icc) / icc / 1) * rng.normal(size=rows.size) / np.sqrt(k)
+    return adaptive.lambda_star(fga[rows], grid, rating, weights, resamples=0, refine=True)["lambda_star"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "m", "k_o", "weighted"), [(850, 50, 2, True), (300, 300, 3, False)])
+def test_predicted_lambda_width_matches_a_simulation_of_the_analysis_estimator(n, m, k_o, weighted):
+    """The designer's λ* width (its own normal-model simulation) against λ* as the analysis computes it
+    (``adaptive.lambda_star``, weighted, refined), in studies whose dialogues' true ratings are drawn anew."""
+    pool = _lambda_pool()
+    fga = np.column_stack([pool[f"fga_{v:g}"] for v in LAMBDAS])
+    predicted = dz.lambda_width(fga, LAMBDAS, 0.5, 0.8, 0.4, n, m, k_o, weighted=weighted)
+    rng = np.random.default_rng(2029)
+    stars = [_lambda_star_study(rng, pool, LAMBDAS, n, m, k_o, 0.4, 0.8, 0.5, weighted) for _ in range(2000)]
+    low, high = np.quantile(stars, [0.025, 0.975])
+    assert high - low == pytest.approx(predicted, rel=0.10)
+    assert abs(np.median(stars) - 0.5) < 0.05
+
+
+def test_cli_design_lambda(tmp_path, capsys):
+    pool = _lambda_pool()
+    path = tmp_path / "scores.csv"
+    names = [f"fga_{v:g}" for v in LAMBDAS]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["dialogue", *names])
+        writer.writerows([f"d{i}", *(pool[name][i] for name in names)] for i in range(len(pool["jga"])))
+    assert (
+        main(
+            ["design", "--question", "lambda", "--scores", str(path), "--budget", "900", "--icc", "0.3", "--r-a", "0.8", "--json"]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert result["question"] == "lambda" and result["proposal"]["weighting"] == "lambda"
+    assert result["proposal"]["judgements"] == 900 and result["r_b"] is None
+    assert main(["design", "--question", "lambda", "--scores", str(path), "--budget", "900", "--icc", "0.3", "--r-a", "0.8"]) == 0
+    text = capsys.readouterr().out
+    assert "λ*" in text and "weighted 1/π" in text and "uniform k = 3" in text
+
+
+def test_a_lambda_design_that_cannot_pin_lambda_says_so_instead_of_a_saving():
+    """A weak prior r and a small budget: the simulated λ* estimates spread over the whole grid; the
+    proposal says λ* is not pinned down and claims no saving (a width that is the grid is no width)."""
+    proposal = dz.design("lambda", _lambda_pool(), budget=200, icc=0.3, r_a=0.1)
+    assert proposal.proposal.width >= 0.9 * (LAMBDAS[-1] - LAMBDAS[0])
+    assert proposal.saving_vs_uniform() is None and proposal.uniform_needed is None
+    assert proposal.notes[0].startswith("λ* is not pinned down by this design")
