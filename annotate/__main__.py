@@ -436,7 +436,8 @@ def study_design(engine, args) -> None:
             if args.json
             else f"{args.name}: designed, {chosen.n} dialogues ({chosen.m} with {chosen.k_overlap} votes, the others 1), "
             f"{chosen.judgements} judgements, predicted 95% width {chosen.width:.3f} (uniform k = 3: "
-            f"{found.uniform_k3.width:.3f}); {drawn.included} of {drawn.items} items will be judged"
+            f"{'n/a' if found.uniform_k3 is None else format(found.uniform_k3.width, '.3f')}); "
+            f"{drawn.included} of {drawn.items} items will be judged"
         )
         return
     if args.policy:

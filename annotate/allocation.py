@@ -243,8 +243,12 @@ def _draw_design(items: list[Item], chosen: dict, study: Study, lam: float) -> t
     if chosen.get("weighting") == "lambda":
         import numpy as np
 
-        scores = _scores(study, items, "lambda", lam)
         conditions = list(dict.fromkeys(i.condition for i in items))
+        if len(conditions) > 1:  # the designer scores one system's dialogues, and the analysis reads one
+            raise StudyError(
+                f"a design weighted by λ scores draws one system's dialogues; this study shows {len(conditions)} systems"
+            )
+        scores = _scores(study, items, "lambda", lam)
         groups = [[i for i in items if i.condition == condition] for condition in conditions]
         taken = adaptive.draw([[scores[i.id] for i in group] for group in groups], n / len(conditions), seed)
         drawn_items = []

@@ -15,7 +15,7 @@
                                     [--adjust holm|bonferroni|bh|none] [--budget N --icc R] [--json]
     python -m metrics plan --pilot RATINGS.csv [--metric-a fga_0.5 --metric-b jga] [--budget N] PREDICTIONS...
     python -m metrics design (--scores SCORES.csv | PREDICTIONS...) (--budget N | --target-width W) --icc R
-                                    [--question comparison|agreement] [--r-a A --r-b B] [--json]
+                                    [--question comparison|lambda|agreement] [--r-a A --r-b B] [--json]
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
@@ -369,10 +369,6 @@ def _pilot(args) -> dict:
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
     lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
-    if args.question == "lambda":
-        from metrics.design import DESIGN_GRID
-
-        lambdas, labels = DESIGN_GRID, tuple(f"{v:g}" for v in DESIGN_GRID)
     result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
     rows = {row["metric"]: row for row in result["metrics"]}
     for name in (args.metric_a, args.metric_b):

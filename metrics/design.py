@@ -17,11 +17,13 @@ correction's uncertainty enters (:func:`corrected_r`, :func:`corrected_differenc
 n dialogues with one vote each except a random overlap subset of m dialogues with k_o ∈ {2, 3} votes,
 and predicts each design's 95% interval width for the question:
 
-* ``comparison``: ρ(A, T) − ρ(B, T).  The difference of the observed correlations has Olkin & Finn's
-  (1990; Steiger 1980) large-sample variance at the attenuated correlations ρ·√R; divided by R, plus
-  the delta-method term of 1/√R̂ with the ICC's sampling variance on the overlap subset (Fisher 1925:
+* ``comparison``: ρ(A, T) − ρ(B, T).  The width is the central 95% range of (r̂_A − r̂_B)/√R̂: the
+  difference of the observed correlations normal with Olkin & Finn's (1990; Steiger 1980) large-sample
+  variance at the attenuated correlations ρ·√R, R̂ over the exact distribution of the ICC estimate on
+  the overlap subset (:func:`icc_estimate_quantiles`), so that the skew of 1/√R̂ near an ICC of zero is
+  in the width.
+* ``agreement``: ICC(1,1) itself; only the overlap subset matters (Fisher 1925's variance,
   2(1 − ρ)²(1 + (k − 1)ρ)² / (k(k − 1)(m − 1))).
-* ``agreement``: ICC(1,1) itself; only the overlap subset matters.
 * ``lambda``: λ*, the argmax of r(FGA_λ, rating), which the correction does not move: one vote per
   dialogue but the smallest identified overlap subset, the dialogues drawn with π from their λ scores
   and weighted 1/π; the width is simulated (:func:`lambda_width`), there is no closed form.
@@ -31,7 +33,7 @@ more votes, or an ICC whose predicted standard error leaves a non-positive estim
 (ICC / SE < ``MIN_ICC_Z``), or a budget that covers no such design.
 
 >>> round(predicted_width("comparison", 0.4, 0.3, 0.8, icc=0.3, n=300, m=300, k_o=3), 3)
-0.185
+0.186
 """
 
 from __future__ import annotations
@@ -264,7 +266,8 @@ def predicted_width(question: str, r_a: float, r_b: float, r_ab: float, *, icc: 
     Olkin & Finn's variance at the attenuated correlations (scaled by t(n − 1)/z); R̂ follows the ICC
     estimate's exact distribution on the overlap subset (:func:`icc_estimate_quantiles`, conditional on a
     positive estimate), so the correction's nonlinearity near an ICC of 0 is in the width (a delta method
-    is not: it predicted 0.20 where 0.6 was simulated at ICC 0.26 with 100 dialogues x 2 votes)."""
+    is not: at ICC 0.26, 900 dialogues of which 60 with 2 votes, it predicted 0.182 where 0.239 was
+    simulated; this gives 0.253)."""
     from scipy.stats import norm
     from scipy.stats import t as student_t
 
@@ -474,12 +477,7 @@ def design(
         if best is None or key < best[0]:
             best = (key, int(ns[i]), int(mm[i]), k_o, float(widths[i]), int(cost[i]))
     if best is None:
-        need = f"a budget of {budget} judgements" if budget is not None else f"a width of {target_width}"
-        raise ValueError(
-            f"no identified design for {need} on a pool of {pool} dialogues at ICC {icc}: the overlap subset needs at "
-            f"least {MIN_OVERLAP} dialogues with 2-3 votes and an ICC estimate with ICC/SE >= {MIN_ICC_Z:g} "
-            f"(at k = 2, at least {_min_overlap(icc, 2)} dialogues)"
-        )
+        raise _no_design(budget, target_width, pool, icc)
     _, n, m, k_o, width, cost = best
     proposal = Design("designer", n, m, k_o, cost, width, pool)
     uniform = _uniform(question, r_a, r_b, r_ab, icc, pool, budget, target_width, confidence)
@@ -489,6 +487,15 @@ def design(
     if question == "comparison":
         notes.append("the overlap subset: a simple random sample of the judged dialogues, probability m / n each")
     return Proposal(question, proposal, uniform, fga, icc, r_a, r_b, r_ab, tuple(notes), needed)
+
+
+def _no_design(budget, target_width, pool: int, icc: float) -> ValueError:
+    need = f"a budget of {budget} judgements" if budget is not None else f"a width of {target_width}"
+    return ValueError(
+        f"no identified design for {need} on a pool of {pool} dialogues at ICC {icc}: the overlap subset needs at "
+        f"least {MIN_OVERLAP} dialogues with 2-3 votes and an ICC estimate with ICC/SE >= {MIN_ICC_Z:g} "
+        f"(at k = 2, at least {_min_overlap(icc, 2)} dialogues)"
+    )
 
 
 def _min_overlap(icc: float, k_o: int) -> int:
@@ -534,7 +541,9 @@ def nearest_on_grid(lam: float, grid=DESIGN_GRID) -> float:
 
 
 def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
-    """The pool's FGA over a λ grid from the scores keyed ``fga_<λ>``: (the grid, sorted; dialogues × λ)."""
+    """The pool's FGA over a λ grid from the scores keyed ``fga_<λ>``: (the grid, sorted; dialogues × λ).
+    ValueError for fewer than 3 λ values, a λ given twice, or a dialogue without a value (every pool
+    dialogue must be scored to be drawn)."""
     found = []
     for key in metric_scores:
         if key.startswith("fga_"):
@@ -548,8 +557,20 @@ def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, 
             f"the question 'lambda' needs FGA at 3 or more λ values (columns fga_<λ>), have {len(found)}: "
             f"{', '.join(k for _, k in found) or 'none'}"
         )
-    grid = np.array([lam for lam, _ in found])
-    return grid, np.column_stack([np.asarray(metric_scores[k], dtype=float) for _, k in found])
+    lams = [lam for lam, _ in found]
+    twice = sorted({key for (lam, key) in found if lams.count(lam) > 1})
+    if twice:
+        raise ValueError(f"the same λ is given twice: {', '.join(twice)}")
+    grid = np.array(lams)
+    values = np.column_stack([np.asarray(metric_scores[k], dtype=float) for _, k in found])
+    missing = ~np.isfinite(values)
+    if missing.any():
+        row, col = (int(v) for v in np.argwhere(missing)[0])
+        raise ValueError(
+            f"{int(missing.any(axis=1).sum())} pool dialogue(s) have no FGA value (first: dialogue {row + 1}, "
+            f"{found[col][1]}): every dialogue of the pool must be scored"
+        )
+    return grid, values
 
 
 def refined_argmax(curves, grid) -> np.ndarray:
@@ -561,7 +582,10 @@ def refined_argmax(curves, grid) -> np.ndarray:
     """
     curves = np.asarray(curves, dtype=float)
     grid = np.asarray(grid, dtype=float)
-    best = np.nanargmax(np.where(np.isfinite(curves), curves, -np.inf), axis=-1)
+    empty = ~np.isfinite(curves).any(axis=-1)  # no correlation at any λ (a constant rating): no λ*
+    best = np.argmax(np.where(np.isfinite(curves), curves, -np.inf), axis=-1)
+    if grid.size < 3:
+        return np.where(empty, np.nan, grid[best])
     inner = np.clip(best, 1, grid.size - 2)
     c0, c1, c2 = (np.take_along_axis(curves, (inner + d)[..., None], axis=-1)[..., 0] for d in (-1, 0, 1))
     x0, x1, x2 = grid[inner - 1], grid[inner], grid[inner + 1]
@@ -570,7 +594,7 @@ def refined_argmax(curves, grid) -> np.ndarray:
         den = (x1 - x0) * (c1 - c2) - (x1 - x2) * (c1 - c0)
         vertex = np.clip(x1 - 0.5 * num / den, x0, x2)
     at_end = (best == 0) | (best == grid.size - 1) | ~np.isfinite(vertex) | (den <= 0)
-    return np.where(at_end, grid[best], vertex)
+    return np.where(empty, np.nan, np.where(at_end, grid[best], vertex))
 
 
 def simulated_lambda_stars(
@@ -644,6 +668,25 @@ def lambda_width(
     return float(high - low)
 
 
+def _reach(width_of, target: float, *, start: int, low: int, high: int, rounds: int = 8) -> int | None:
+    """The smallest n in [low, high] whose (simulated) width is at most ``target``, found by the 1/√n law
+    from ``start`` and checked by simulation at each step; None when even ``high`` is wider."""
+    n, best = int(start), None
+    for _ in range(rounds):
+        w = width_of(n)
+        if w <= target:
+            best = n if best is None else min(best, n)
+            guess = max(low, math.ceil(n * (w / target) ** 2))
+            if guess >= n or best - guess < max(2, 0.02 * best):
+                break
+            n = guess
+        else:
+            if n >= high:
+                break
+            n = min(high, max(n + 1, math.ceil(n * (w / target) ** 2 * 1.02)))
+    return best
+
+
 def _n_reliability(icc, n, m, k_o):
     """n·R: λ*'s precision grows with it (width ∝ 1/√(nR)): the rater noise of a mean, 1/R, over n dialogues."""
     h = ((n - m) + m / k_o) / n
@@ -669,6 +712,9 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
     if not 0 < r_a < 1:
         raise ValueError(f"the prior r(FGA, expected rating) must lie in (0, 1), got {r_a}")
     pool = fga.shape[0]
+    j0 = int(np.argmin(np.abs(grid - lam0)))
+    if np.ptp(fga[:, j0]) == 0:
+        raise ValueError(f"FGA at λ {grid[j0]:g} is the same on every pool dialogue: nothing to correlate with")
     best = None  # (key, n, m, k_o)
     for k_o in k_options:
         ms = np.arange(MIN_OVERLAP, pool + 1)
@@ -697,41 +743,23 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
         elif best is None or key < best[0]:
             best = candidate
     if best is None:
-        need = f"a budget of {budget} judgements" if budget is not None else f"a width of {target_width}"
-        raise ValueError(
-            f"no identified design for {need} on a pool of {pool} dialogues at ICC {icc}: the overlap subset needs at "
-            f"least {MIN_OVERLAP} dialogues with 2-3 votes and an ICC estimate with ICC/SE >= {MIN_ICC_Z:g} "
-            f"(at k = 2, at least {_min_overlap(icc, 2)} dialogues)"
-        )
+        raise _no_design(budget, target_width, pool, icc)
 
     def width(n, m, k_o, weighted=False):
         return lambda_width(fga, grid, lam0, r_a, icc, n, m, k_o, weighted=weighted, confidence=confidence)
 
-    if budget is None:  # the cheapest design whose nR reaches the target's, from a reference simulation
-        _, n0, m0, k0 = best
-        w0 = width(n0, m0, k0, True)
-        needed = _n_reliability(icc, n0, m0, k0) * (w0 / target_width) ** 2
-        choice = None
-        for k_o in k_options:
-            m = _min_overlap(icc, k_o)
-            if m < 0 or m > pool:
-                continue
-            ns = np.arange(m, pool + 1)
-            reach = np.nonzero(_n_reliability(icc, ns, m, k_o) >= needed)[0]
-            if reach.size:
-                n = int(ns[reach[0]])
-                cost = n + m * (k_o - 1)
-                if choice is None or cost < choice[0]:
-                    choice = (cost, n, m, k_o)
-        if choice is None:
+    if budget is None:  # the fewest dialogues whose simulated width reaches the target (width ∝ 1/√n, then checked)
+        k_o = min(k_options, key=lambda k: _min_overlap(icc, k) * (k - 1) if _min_overlap(icc, k) > 0 else math.inf)
+        m = _min_overlap(icc, k_o)
+        if m < 0 or m > pool:
+            raise ValueError(f"no identified overlap subset within the pool of {pool} dialogues at ICC {icc}")
+        n = _reach(lambda size: width(size, m, k_o, True), target_width, start=max(m, min(pool, 300)), low=m, high=pool)
+        if n is None:
             raise ValueError(
                 f"no design on a pool of {pool} dialogues reaches a λ* width of {target_width} at ICC {icc} "
-                f"(all {pool} judged: about {w0:.3f})"
+                f"(all {pool} judged: about {width(pool, m, k_o, True):.3f})"
             )
-        _, n, m, k_o = choice
-        n_ref = min(pool, 300)
-        n3 = math.ceil(n_ref * (width(n_ref, n_ref, 3) / target_width) ** 2)  # uniform: width ∝ 1/√n
-        n3 = n3 if n3 <= pool else None
+        n3 = _reach(lambda size: width(size, size, 3), target_width, start=min(pool, 300), low=MIN_OVERLAP, high=pool)
     else:
         _, n, m, k_o = best
         n3 = min(budget // 3, pool)
@@ -755,10 +783,11 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
     notes = (
         *unpinned,
         f"r_a: prior corrected r(FGA at λ {lam0:g}, expected rating) = {r_a:g}; λ* is not moved by the correction",
-        "the dialogues drawn with π from how much their FGA moves with λ (Poisson sampling, n expected), each "
-        "weighted 1/π: estimates are for the whole pool",
+        "the dialogues drawn with π from how much their FGA moves with λ (Poisson sampling: n and the judgements "
+        "are expected numbers, the draw records the realised ones), each weighted 1/π: λ* is for the whole pool",
         f"λ* widths simulated (normal model, {LAMBDA_REPLICATES:,} studies, λ* refined between grid points); uniform's "
         "judgements for the same width by width ∝ 1/√n",
-        "the overlap subset (the smallest whose ICC is identified) keeps agreement and the human ceiling estimable",
+        "the overlap subset (the smallest whose ICC is identified) keeps agreement and the human ceiling estimable, "
+        "for the dialogues drawn (they lean to those whose FGA moves with λ), not for the pool",
     )
     return Proposal("lambda", proposal, uniform, fga11, icc, r_a, None, None, notes, uniform_needed)

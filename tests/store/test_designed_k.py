@@ -422,3 +422,15 @@ def test_the_command_line_fixes_the_designers_lambda_proposal(db_url, engine, tm
         len(rows) == design["design"]["drawn"] and [k for k, _ in rows].count(expected.proposal.k_overlap) == expected.proposal.m
     )
     assert len({round(pi, 9) for _, pi in rows}) > 10  # π by λ score, not n / pool
+
+
+def test_a_lambda_weighted_design_is_refused_on_a_study_of_several_systems():
+    """The designer scores one system's dialogues and the analysis reads one: a λ-weighted draw over two
+    systems' items (reachable only by hand: a proposal's pool is one system's) is refused, nothing set."""
+    from annotate.allocation import _draw_design
+
+    items = [Item(id=i, condition=("sys-a" if i % 2 else "sys-b"), position=i, included=True) for i in range(20)]
+    study = Study(id=1, kind="satisfaction", settings={})
+    with pytest.raises(StudyError, match="draws one system's dialogues; this study shows 2 systems"):
+        _draw_design(items, {"n": 10, "m": 4, "k_overlap": 2, "seed": 0, "weighting": "lambda"}, study, 0.5)
+    assert all(item.k is None and item.pi is None and item.included for item in items)

@@ -321,3 +321,27 @@ def test_a_lambda_design_that_cannot_pin_lambda_says_so_instead_of_a_saving():
     assert proposal.proposal.width >= 0.9 * (LAMBDAS[-1] - LAMBDAS[0])
     assert proposal.saving_vs_uniform() is None and proposal.uniform_needed is None
     assert proposal.notes[0].startswith("λ* is not pinned down by this design")
+
+
+def test_a_lambda_target_width_is_reached_by_the_simulated_width():
+    """A target width: the proposal's simulated width is at most the target (and not far below it: the
+    fewest judgements), the reference simulated at n = pool gave 1.036 for a target of 0.8 before."""
+    pool = _lambda_pool()
+    for icc, target in ((0.3, 0.8), (0.7, 0.25)):
+        proposal = dz.design("lambda", pool, target_width=target, icc=icc, r_a=0.8)
+        p = proposal.proposal
+        assert p.width <= target and p.width > 0.8 * target
+        assert proposal.uniform_k3 is None or proposal.uniform_k3.width <= target
+
+
+def test_a_lambda_pool_with_a_missing_or_repeated_value_is_refused():
+    pool = _lambda_pool()
+    holed = {**pool, "fga_0.5": np.where(np.arange(pool["jga"].size) == 16, np.nan, pool["fga_0.5"])}
+    with pytest.raises(ValueError, match=r"1 pool dialogue\(s\) have no FGA value \(first: dialogue 17, fga_0.5\)"):
+        dz.design("lambda", holed, budget=900, icc=0.5, r_a=0.8)
+    with pytest.raises(ValueError, match="the same λ is given twice: fga_0.5, fga_0.50"):
+        dz.design("lambda", {**pool, "fga_0.50": pool["fga_0.5"]}, budget=900, icc=0.5, r_a=0.8)
+    flat = {**pool, "fga_0.5": np.full(pool["jga"].size, 0.5)}
+    with pytest.raises(ValueError, match="FGA at λ 0.5 is the same on every pool dialogue"):
+        dz.design("lambda", flat, budget=900, icc=0.5, r_a=0.8)
+    assert np.isnan(dz.refined_argmax(np.full(4, np.nan), np.arange(4.0)))  # no correlation at any λ: no λ*
