@@ -224,6 +224,19 @@ def test_equal_k_everywhere_is_the_uniform_study(engine, tmp_path):
         q.items_complete,
     )
     assert service.my_progress(engine, people[1], uniform.id) == service.my_progress(engine, people[1], designed.id)
+    # equal π and equal k: the designed study's estimates are the uniform study's, exactly
+    from metrics.analysis import AnalysisSettings
+
+    settings = AnalysisSettings(resamples=40)
+    u = service.study_analysis(engine, admin, uniform.id, settings)
+    d = service.study_analysis(engine, admin, designed.id, settings)
+    assert {key for key in u if key != "design"} == {key for key in d if key != "design"}
+    for key in u:
+        if key != "design":
+            assert u[key] == d[key], key
+    weighted = {m["metric"]: m["pearson"] for m in d["design"]["metrics"]}
+    plain = {m["metric"]: m["pearson"] for m in u["correlation"]["metrics"]}
+    assert weighted == pytest.approx({k: v for k, v in plain.items() if k in weighted}, abs=1e-12)
 
 
 def _key(engine, item_id):
