@@ -150,11 +150,25 @@ def _designed_section(design: dict) -> None:
     """A designed study (issue 29): the k-independent target, each metric's corrected correlation with
     its jackknife interval and the corrected difference FGA − JGA (``metrics.analysis.corrected_summary``)."""
     st.subheader("Design: designed (the k-independent target)")
-    chosen = design.get("allocation", {}).get("design") or {}
+    allocation = design.get("allocation") or {}
+    chosen = allocation.get("design") or {}
     if chosen:
+        drawn = (
+            f"{chosen.get('drawn')} of {chosen.get('pool')} dialogues judged (drawn with π by their λ scores, each weighted 1/π)"
+            if chosen.get("weighting")
+            else f"{chosen.get('n')} of {chosen.get('pool')} dialogues judged"
+        )
         st.text(
-            f"{chosen.get('n')} of {chosen.get('pool')} dialogues judged, {chosen.get('m')} of them (the overlap "
-            f"subset) by {chosen.get('k_overlap')} annotators, the others by one; {chosen.get('judgements')} judgements."
+            f"{drawn}, {chosen.get('m')} of them (the overlap subset) by {chosen.get('k_overlap')} annotators, the "
+            f"others by one; {chosen.get('judgements')} judgements."
+        )
+    found = design.get("lambda") if allocation.get("question") == "lambda" else None
+    if found and found.get("lambda_star") is not None:
+        st.markdown("**The study's question: λ***")
+        st.text(
+            f"λ* = {_number(found['lambda_star'])}, 95% interval {_interval(found['ci'])} (percentile bootstrap over "
+            f"the judged dialogues, weighted 1/π: for the whole pool; refined between grid points). The λ "
+            "calibration above is unweighted: it describes the judged dialogues."
         )
     corrected = design.get("corrected") or {}
     if not corrected:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -16,11 +17,12 @@ from bench.corpus import build, dialogue_file
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_analysis import screenshot_top
 from tests.browser.test_browser_api_pages import check_layout
-from tests.browser.test_browser_workflows import pick
+from tests.browser.test_browser_workflows import admin_analysis, pick
 from tests.browser_harness import after_run, database_server, in_viewport, new_page, require_chromium, wait_idle
 
 pytestmark = pytest.mark.browser
 POOL = "pool of 400"
+LAMBDA_STUDY = "lambda design"
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +36,7 @@ def server(tmp_path_factory, fixtures):
     def prepare(engine) -> None:
         ensure_demo(engine, announce=False)
         service.create_study_from_files(engine, service.CLI, POOL, "satisfaction", [corpus, dialogue_file(corpus)], overlap=3)
+        _lambda_study_with_votes(engine, folder)
 
     running = database_server(folder, prepare, {"DST_JUDGE_FIXTURES": str(fixtures)})
     yield running
@@ -119,3 +122,46 @@ def _choose(page, label: str, option: str) -> None:
     from playwright.sync_api import expect
 
     expect(box.get_by_role("combobox")).to_have_value(option)  # the choice took
+
+
+def _lambda_study_with_votes(engine, folder) -> None:
+    """A study of 60 dialogues under a designer's λ design (π by λ score, 12 of them with 2 votes), every
+    place voted by two demo annotators (satisfied with chance 0.15 + 0.7 × JGA, seeded)."""
+    import numpy as np
+
+    from annotate.kinds import KINDS
+    from annotate.reports import load_study
+    from annotate.sessions import log_in
+    from metrics.analysis import AnalysisSettings, per_dialogue_metrics
+    from metrics.corpus import ScoreSettings
+
+    corpus = folder / "lambda.json"
+    corpus.write_text(json.dumps(build(60)))
+    study = service.create_study_from_files(
+        engine, service.CLI, LAMBDA_STUDY, "satisfaction", [corpus, dialogue_file(corpus)], overlap=1
+    )
+    service.set_designed_k(engine, service.CLI, study.id, {"n": 40, "m": 12, "k_overlap": 2, "seed": 3, "weighting": "lambda"})
+    systems = KINDS["satisfaction"].dialogues(load_study(engine, study.id).items)
+    ids, values = per_dialogue_metrics(next(iter(systems.values())), ScoreSettings(AnalysisSettings().lambdas))
+    jga = dict(zip(ids, values["jga"], strict=True))
+    rng = np.random.default_rng(29)
+    for name in ("ann1", "ann2"):
+        person, _ = log_in(engine, name, f"demo-{name}-pw")
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            chance = 0.15 + 0.7 * jga[item.payload["dialogue_id"]]
+            service.submit(engine, person, item.id, {"satisfied": str(int(rng.random() < chance))})
+
+
+def test_a_lambda_designs_analysis_shows_its_weighted_answer(browser, server):  # noqa: F811
+    """The Analysis page of the λ-designed study: the design section says how the dialogues were drawn and
+    gives λ* weighted 1/π with its interval.  Screenshot: test-output/screenshots/designed-lambda-analysis.png."""
+    page = admin_analysis(browser, server, LAMBDA_STUDY)
+    heading = page.get_by_text("The study's question: λ*")
+    heading.wait_for(timeout=60_000)
+    heading.scroll_into_view_if_needed()
+    answer = page.get_by_text(re.compile(r"^λ\* = .*, 95% interval"))
+    screenshot_top(page, "designed-lambda-analysis")
+    assert in_viewport(page, answer), "the study's answer is off the screen once its section is shown"
+    assert page.get_by_text("drawn with π by their λ scores, each weighted 1/π").count() >= 1
+    assert page.get_by_text("Traceback").count() == 0
+    page.context.close()

@@ -165,3 +165,35 @@ def test_the_report_says_designed_and_gives_the_corrected_target(engine, tmp_pat
     question = table.rows[0]
     assert question[0].startswith("question: ρ fga_0.5 - ρ jga")
     assert float(question[1]) == pytest.approx(design["corrected"]["difference"]["estimate"], abs=5e-4)
+
+
+def test_the_analysis_page_of_a_lambda_design_leads_with_its_weighted_lambda(app_db, tmp_path):
+    """A designer's λ design (π by λ score): the Analysis page's design section says how the dialogues
+    were drawn and gives the question's answer, the 1/π-weighted λ* with its interval."""
+    import json
+
+    from annotate.sessions import log_in
+    from annotate.store.db import get_engine
+    from bench.corpus import build, dialogue_file
+    from tests.app.test_app import analysis_as, start
+
+    engine = get_engine(app_db)
+    start()
+    admin, token = log_in(engine, "admin", "demo-admin-pw")
+    corpus = tmp_path / "pool.json"
+    corpus.write_text(json.dumps(build(60)))
+    study = service.create_study_from_files(
+        engine, admin, "lambda pool", "satisfaction", [corpus, dialogue_file(corpus)], overlap=1
+    )
+    service.set_designed_k(engine, admin, study.id, {"n": 40, "m": 12, "k_overlap": 2, "seed": 3, "weighting": "lambda"})
+    people = [log_in(engine, f"ann{n}", f"demo-ann{n}-pw")[0] for n in (1, 2)]
+    _vote_all(engine, study.id, people)
+    found = service.study_analysis(engine, admin, study.id, AnalysisSettings())["design"]["lambda"]
+    probe = analysis_as(token)
+    box = probe.selectbox(key="analysis-study")
+    box.select(next(s for s in box.options if "lambda pool" in str(s))).run()
+    assert not probe.exception, probe.exception
+    shown = "\n".join(t.value for t in probe.text)
+    assert "drawn with π by their λ scores, each weighted 1/π" in shown
+    low, high = found["ci"]
+    assert f"λ* = {found['lambda_star']:.3f}, 95% interval [{low:.3f}, {high:.3f}]" in shown
