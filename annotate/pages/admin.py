@@ -247,7 +247,11 @@ def _designer(engine, user, study) -> None:
     the proposal before the first vote."""
     st.markdown("**Designer**: k and the dialogues chosen together (satisfaction studies)")
     first, left, middle, right, prior = st.columns(5)
-    questions = {"comparison": "r(FGA) - r(JGA), corrected", "lambda": "λ*, the FGA λ people agree with most"}
+    questions = {
+        "comparison": "r(FGA) - r(JGA), corrected",
+        "lambda": "λ*, the FGA λ people agree with most",
+        "agreement": "agreement (ICC of one rating)",
+    }
     question = first.selectbox(
         "Question to answer", list(questions), format_func=questions.get, key=f"designer-question-{study.id}"
     )

@@ -45,26 +45,8 @@ def server(tmp_path_factory, fixtures):
 
 
 def test_the_designers_proposal_is_on_the_first_screen_beside_uniform(browser, server):  # noqa: F811
-    page = new_page(browser, server.url)
-    log_in(page, "admin", "demo-admin-pw", landing="Progress")
-    page.get_by_role("link", name="Studies").click()
-    page.get_by_role("tab", name="Change a study").click()
-    pick(page, "Study", POOL)
-    wait_idle(page)
-    page.get_by_role("tab", name="Design and budget").click()
-    icc = page.get_by_label("ICC of one rating", exact=True)
-    icc.fill("0.5")
-    icc.press("Enter")
-    wait_idle(page)
-    budget = page.get_by_label("Budget (judgements)", exact=True)
-    budget.fill("600")
-    budget.press("Enter")
-    wait_idle(page)
-    after_run(page, lambda: page.get_by_role("button", name="Propose a design").click())
-    table = page.locator(".st-key-table-designer [data-testid='stDataFrame']")
-    table.wait_for()
-    fix = page.get_by_role("button", name="Fix this design (before the first vote)")
-    fix.scroll_into_view_if_needed()
+    page = _designer_tab(browser, server)
+    table, fix = _propose(page, (("ICC of one rating", "0.5"), ("Budget (judgements)", "600")))
     screenshot_top(page, "designer")
     assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
     check_layout(page, "designer")
@@ -74,6 +56,19 @@ def test_the_designers_proposal_is_on_the_first_screen_beside_uniform(browser, s
 def test_the_designers_lambda_proposal_is_on_the_first_screen(browser, server):  # noqa: F811
     """The question λ*: one vote per dialogue drawn by λ score, beside uniform k = 3 and 11 x 100.
     Screenshot: test-output/screenshots/designer-lambda.png."""
+    page = _designer_tab(browser, server)
+    _choose(page, "Question to answer", "λ*, the FGA λ people agree with most")
+    wait_idle(page)
+    table, fix = _propose(page, (("Budget (judgements)", "390"), ("Prior r(FGA, rating)", "0.8"), ("ICC of one rating", "0.5")))
+    screenshot_top(page, "designer-lambda")
+    assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
+    assert page.get_by_text("weighted 1/π").count() >= 1  # the note saying how the dialogues are drawn
+    check_layout(page, "designer-lambda")
+    page.context.close()
+
+
+def _designer_tab(browser, server):  # noqa: F811
+    """A new page: the admin on Studies → Change a study → Design and budget of the pool study."""
     page = new_page(browser, server.url)
     log_in(page, "admin", "demo-admin-pw", landing="Progress")
     page.get_by_role("link", name="Studies").click()
@@ -83,13 +78,12 @@ def test_the_designers_lambda_proposal_is_on_the_first_screen(browser, server): 
     page.get_by_role("tab", name="Design and budget").click()
     page.get_by_label("ICC of one rating", exact=True).wait_for()
     wait_idle(page)
-    _choose(page, "Question to answer", "λ*, the FGA λ people agree with most")
-    wait_idle(page)
-    for label, value in (
-        ("Budget (judgements)", "390"),
-        ("Prior r(FGA, rating)", "0.8"),
-        ("ICC of one rating", "0.5"),
-    ):
+    return page
+
+
+def _propose(page, values):
+    """Type each (label, value) into the designer, ask for a proposal: its table and the fix button."""
+    for label, value in values:
         box = page.get_by_label(label, exact=True)
         box.fill(value)
         box.press("Enter")
@@ -99,11 +93,7 @@ def test_the_designers_lambda_proposal_is_on_the_first_screen(browser, server): 
     table.wait_for()
     fix = page.get_by_role("button", name="Fix this design (before the first vote)")
     fix.scroll_into_view_if_needed()
-    screenshot_top(page, "designer-lambda")
-    assert in_viewport(page, table) and in_viewport(page, fix), "the proposal or its button is off the screen"
-    assert page.get_by_text("weighted 1/π").count() >= 1  # the note saying how the dialogues are drawn
-    check_layout(page, "designer-lambda")
-    page.context.close()
+    return table, fix
 
 
 def _choose(page, label: str, option: str) -> None:

@@ -36,6 +36,28 @@ def _vote_all(engine, study_id, people, seed=0) -> dict[str, list[float]]:
     return cast
 
 
+def _voted_app_study(app_db, tmp_path, name: str, dialogues: int, voters: int, design: dict):
+    """The app's database with its demo accounts, a satisfaction study of ``dialogues`` dialogues under
+    ``design``, every place voted by the first ``voters`` demo annotators: (engine, admin, token, study)."""
+    import json
+
+    from annotate.sessions import log_in
+    from annotate.store.db import get_engine
+    from bench.corpus import build, dialogue_file
+    from tests.app.test_app import start
+
+    engine = get_engine(app_db)
+    start()
+    admin, token = log_in(engine, "admin", "demo-admin-pw")
+    corpus = tmp_path / "pool.json"
+    corpus.write_text(json.dumps(build(dialogues)))
+    study = service.create_study_from_files(engine, admin, name, "satisfaction", [corpus, dialogue_file(corpus)], overlap=1)
+    service.set_designed_k(engine, admin, study.id, design)
+    people = [log_in(engine, f"ann{n}", f"demo-ann{n}-pw")[0] for n in range(1, voters + 1)]
+    _vote_all(engine, study.id, people)
+    return engine, admin, token, study
+
+
 def _metrics(engine, study_id, settings, condition, lambdas=()):
     data = load_study(engine, study_id)
     systems = KINDS["satisfaction"].dialogues(data.items)
@@ -119,24 +141,11 @@ def test_a_uniform_study_has_no_corrected_section(engine, tmp_path):
 def test_the_analysis_page_shows_the_corrected_target(app_db, tmp_path):
     """The Analysis page of a designed study: the corrected r of each metric with its interval, the
     difference row and the sentence that says which target is reported."""
-    import json
+    from tests.app.test_app import analysis_as
 
-    from annotate.sessions import log_in
-    from annotate.store.db import get_engine
-    from bench.corpus import build, dialogue_file
-    from tests.app.test_app import analysis_as, start
-
-    engine = get_engine(app_db)
-    start()
-    admin, token = log_in(engine, "admin", "demo-admin-pw")
-    corpus = tmp_path / "pool.json"
-    corpus.write_text(json.dumps(build(40)))
-    study = service.create_study_from_files(
-        engine, admin, "designed pool", "satisfaction", [corpus, dialogue_file(corpus)], overlap=1
+    engine, admin, token, study = _voted_app_study(
+        app_db, tmp_path, "designed pool", 40, 3, {"n": 36, "m": 16, "k_overlap": 3, "seed": 2}
     )
-    service.set_designed_k(engine, admin, study.id, {"n": 36, "m": 16, "k_overlap": 3, "seed": 2})
-    people = [log_in(engine, f"ann{n}", f"demo-ann{n}-pw")[0] for n in (1, 2, 3)]
-    _vote_all(engine, study.id, people)
     corrected = service.study_analysis(engine, admin, study.id, AnalysisSettings())["design"]["corrected"]
     probe = analysis_as(token)
     box = probe.selectbox(key="analysis-study")
@@ -170,24 +179,10 @@ def test_the_report_says_designed_and_gives_the_corrected_target(engine, tmp_pat
 def test_the_analysis_page_of_a_lambda_design_leads_with_its_weighted_lambda(app_db, tmp_path):
     """A designer's λ design (π by λ score): the Analysis page's design section says how the dialogues
     were drawn and gives the question's answer, the 1/π-weighted λ* with its interval."""
-    import json
+    from tests.app.test_app import analysis_as
 
-    from annotate.sessions import log_in
-    from annotate.store.db import get_engine
-    from bench.corpus import build, dialogue_file
-    from tests.app.test_app import analysis_as, start
-
-    engine = get_engine(app_db)
-    start()
-    admin, token = log_in(engine, "admin", "demo-admin-pw")
-    corpus = tmp_path / "pool.json"
-    corpus.write_text(json.dumps(build(60)))
-    study = service.create_study_from_files(
-        engine, admin, "lambda pool", "satisfaction", [corpus, dialogue_file(corpus)], overlap=1
-    )
-    service.set_designed_k(engine, admin, study.id, {"n": 40, "m": 12, "k_overlap": 2, "seed": 3, "weighting": "lambda"})
-    people = [log_in(engine, f"ann{n}", f"demo-ann{n}-pw")[0] for n in (1, 2)]
-    _vote_all(engine, study.id, people)
+    design = {"n": 40, "m": 12, "k_overlap": 2, "seed": 3, "weighting": "lambda"}
+    engine, admin, token, study = _voted_app_study(app_db, tmp_path, "lambda pool", 60, 2, design)
     found = service.study_analysis(engine, admin, study.id, AnalysisSettings())["design"]["lambda"]
     probe = analysis_as(token)
     box = probe.selectbox(key="analysis-study")
