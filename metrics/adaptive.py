@@ -209,13 +209,12 @@ def lambda_star(
     if resamples > 0 and len(y) >= 3 and best is not None:
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
-        curves = np.where(np.isfinite(boot[ok]), boot[ok], -np.inf)
         if refine:
             from metrics.design import refined_argmax
 
-            stars = refined_argmax(np.where(np.isfinite(boot[ok]), boot[ok], np.nan), grid)
+            stars = refined_argmax(boot[ok], grid)  # non-finite values never win
         else:
-            stars = grid[np.nanargmax(curves, axis=1)]
+            stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
         low, high = percentile_ci(stars, confidence)
         row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
     return row
