@@ -1,15 +1,16 @@
-"""``python -m annotate``: scripted set-up of studies, annotators and votes.
+"""``dst-judge`` (or ``python -m annotate``, the same commands): scripted set-up of studies, annotators and votes.
 
+    dst-judge config                                     (the effective settings and where each came from)
     python -m annotate [--db URL] init
     python -m annotate [--db URL] serve [STREAMLIT OPTIONS...]   (the app, with the demo accounts printed at start)
     python -m annotate [--db URL] api [--host H] [--port 8600]   (the HTTP API alone; serve starts it too)
     python -m annotate annotator add NAME [--admin]      (password: DST_JUDGE_PASSWORD or a prompt)
     python -m annotate annotator add NAME --judge        (an automatic judge: no password, votes with an API token)
     python -m annotate token add NAME [--judge] [--label TEXT]   (prints a new API token; --judge makes NAME a judge if new)
-    python -m annotate token revoke NAME [--id N]        (every live token of NAME, or one)
+    python -m annotate token revoke NAME [--all | --id N]   (every live token of NAME, or one; no option: --all)
     python -m annotate token list
     python -m annotate judge-run STUDY --token T --command "..." [--url http://127.0.0.1:8600] [--limit N]
-    python -m annotate annotator password NAME          (a reset: ends their sessions, clears failed logins)
+    python -m annotate annotator password NAME          (a reset: ends their sessions and API tokens, clears failed logins)
     python -m annotate annotator list
     python -m annotate study create NAME --kind satisfaction|coco|slu [--overlap 3] [--condition NAME]
                        [--guideline FILE] [--sample N --seed S] [--gold FILE.csv] [--timeout MINUTES] PATHS...
@@ -29,7 +30,8 @@
     python -m annotate votes import NAME FILE.csv
     python -m annotate votes export NAME [--format csv|jsonl] [--history] [--out F]
 
-The database is ``--db``, else ``DST_JUDGE_DB``, else the embedded SQLite file.
+The database is ``--db``, else ``DST_JUDGE_DB``, else the SQLite file in the per-user data folder
+(``~/.local/share/dst-judge/``; ``formats.settings``), whatever folder the command runs from.
 Every command that writes is one transaction: an error changes nothing.
 """
 
@@ -43,14 +45,17 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from annotate.kinds import KINDS
-from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
+from formats.settings import settings
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m annotate", description="DST Judge: studies, annotators, votes")
-    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the embedded SQLite file)")
+    from annotate.kinds import KINDS
+    from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
+
+    parser = argparse.ArgumentParser(prog="dst-judge", description="DST Judge: studies, annotators, votes")
+    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the SQLite file in the per-user data folder)")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("config", help="print the effective settings (DST_JUDGE_* variables) and where each came from")
     commands.add_parser("init", help="create or migrate the database")
     serve = commands.add_parser("serve", help="prepare the database (and the demo), print the accounts, start the app")
     serve.set_defaults(streamlit_args=[])  # what follows 'serve' goes to streamlit run (e.g. --server.port 8502)
@@ -66,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     token_add.add_argument("--label", default="", help="what the token is for")
     token_revoke = token.add_parser("revoke", help="revoke NAME's tokens (refused from the next request on)")
     token_revoke.add_argument("name")
-    token_revoke.add_argument("--id", type=int, help="only this token (see token list)")
+    which = token_revoke.add_mutually_exclusive_group()  # neither: every token, as --all says explicitly
+    which.add_argument("--all", action="store_true", help="every live token of NAME (also what no option does)")
+    which.add_argument("--id", type=int, help="only this token (see token list)")
     token.add_parser("list")
     judge_run = commands.add_parser("judge-run", help="run a local command as an automatic judge over a study, through the API")
     judge_run.add_argument("study", help="the study's name or id")
@@ -84,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--admin", action="store_true")
     who.add_argument("--judge", action="store_true", help="an automatic judge: no password; give it a token (token add)")
     reset = annotator.add_parser(
-        "password", help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their sessions and clears failed logins"
+        "password",
+        help="set a new password (DST_JUDGE_PASSWORD or a prompt); ends their sessions and API tokens, clears failed logins",
     )
     reset.add_argument("name")
     annotator.add_parser("list")
@@ -170,7 +178,7 @@ def _study_id(engine, name: str) -> int:
 
 
 def _password() -> str:
-    password = os.environ.get("DST_JUDGE_PASSWORD")
+    password = settings().password
     if password:
         return password
     if sys.stdin is None or not sys.stdin.isatty():
@@ -193,8 +201,11 @@ def serve(engine, args) -> None:
     """Make the database and, on an empty one, the demo; say who can log in; then become
     ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
     from annotate.demo import demo_accounts_active, demo_refusal, ensure_demo, print_accounts, setup_hint
+    from annotate.ports import check_serve_ports
     from annotate.proxy import forwarded_allow_ips, trusted_proxies
 
+    # before anything is said or started: a port taken is one line (exit 2), not an API announced that died
+    check_serve_ports([*streamlit_options(), *args.streamlit_args], app_path(), args.api_host, args.api_port)
     url = engine.url.render_as_string(hide_password=False)
     print(f"DST Judge: database {engine.url.render_as_string(hide_password=True)}", flush=True)
     trusted = trusted_proxies()  # a malformed DST_JUDGE_TRUSTED_PROXIES: one line, exit 2
@@ -209,15 +220,54 @@ def serve(engine, args) -> None:
     hint = setup_hint(engine)
     if hint:
         print(hint, flush=True)
-    app = Path(__file__).resolve().parent.parent / "app.py"
-    command = [sys.executable, "-m", "streamlit", "run", str(app), *args.streamlit_args]
+    command = [sys.executable, "-m", "streamlit", "run", str(app_path()), *streamlit_options(), *args.streamlit_args]
     os.environ["DST_JUDGE_DB"] = url
     if args.api_port:
         start_api(url, args.api_host, args.api_port)
         os.environ["DST_JUDGE_API_PORT"] = str(args.api_port)  # the Annotators page shows the API's address
-        print(f"HTTP API: http://{args.api_host}:{args.api_port}/api/v1 (tokens: python -m annotate token add NAME)", flush=True)
+        print(f"HTTP API: http://{args.api_host}:{args.api_port}/api/v1 (tokens: dst-judge token add NAME)", flush=True)
     sys.stdout.flush()
     os.execv(sys.executable, command)
+
+
+def app_path() -> Path:
+    """``app.py``: beside the ``annotate`` package, in a checkout and in an installed copy alike (the wheel
+    installs it as the top-level module ``app``), never looked up on ``sys.path`` (a user's own ``app.py``
+    in the current folder must not be served)."""
+    return Path(__file__).resolve().parent.parent / "app.py"
+
+
+def streamlit_options() -> list[str]:
+    """The app's Streamlit settings (``annotate/streamlit_config.toml``, which ``.streamlit/config.toml``
+    links to) as command-line options, so that they hold whatever folder ``serve`` runs from; options
+    given after ``serve`` come later and win."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+
+    config = tomllib.loads((Path(__file__).resolve().parent / "streamlit_config.toml").read_text(encoding="utf-8"))
+    options = []
+    for section, values in config.items():
+        for key, value in values.items():
+            shown = str(value).lower() if isinstance(value, bool) else str(value)
+            options.append(f"--{section}.{key}={shown}")
+    return options
+
+
+def config(args) -> None:
+    """``dst-judge config``: every setting, its value now and its source; then the paths they give."""
+    from formats.settings import effective
+
+    rows = effective()
+    width = max(len(r.env) for r in rows)
+    for r in rows:
+        print(f"{r.env:<{width}}  {r.value:<40}  ({r.source})")
+    current = settings()
+    url = args.db or current.database_url
+    print(f"\ndatabase: {url}{'  (--db)' if args.db else ''}")
+    print(f"demo data: {current.fixtures}")
+    print(f"app: {app_path()}")
 
 
 def api(engine, args) -> None:
@@ -308,7 +358,7 @@ def annotator_add(engine, args) -> None:
 
     if args.judge:
         person = service.add_person(engine, service.CLI, args.name, None, kind="judge")
-        print(f"added automatic judge {person.name} (give it an API token: python -m annotate token add {person.name})")
+        print(f"added automatic judge {person.name} (give it an API token: dst-judge token add {person.name})")
         return
     password = _password()
     person = service.add_person(engine, service.CLI, args.name, password, "admin" if args.admin else "annotator")
@@ -319,8 +369,9 @@ def annotator_password(engine, args) -> None:
     from annotate import service
 
     password = _password()
-    service.reset_password(engine, service.CLI, args.name, password)
-    print(f"new password for {args.name}; their sessions ended and failed logins cleared")
+    revoked = service.reset_password(engine, service.CLI, args.name, password)
+    tokens = f"{revoked} API token{'s' if revoked != 1 else ''} revoked"
+    print(f"new password for {args.name}; their sessions ended, {tokens} and failed logins cleared")
 
 
 def annotator_list(engine, args) -> None:
@@ -566,11 +617,19 @@ def run(args) -> int:
 
     if args.command == "judge-run":  # a client of the API: no database of its own
         return judge_run(None, args) or 0
+    if args.command == "config":  # reads no database
+        config(args)
+        return 0
     COMMANDS[(args.command, getattr(args, "action", None))](get_engine(args.db), args)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        settings()  # a DST_JUDGE_* value that does not parse: one line, before any module reads it
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "serve":

@@ -41,9 +41,9 @@ from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
 from annotate.store.models import JUDGE, Annotator, Assignment, Item, Study, VoteEvent
 from annotate.studies import record
-from metrics import adaptive
 
-POLICIES = (*adaptive.POLICIES, "designed")
+# metrics.adaptive (numpy) is imported by the functions that draw or grow a design: the login page and an
+# annotator's uniform study never need it (issue 36).
 DESIGN_KEYS = ("n", "m", "k_overlap")  # what a designed study needs of the designer's proposal (and ``seed``)
 WEIGHTINGS = ("lambda",)  # a designed study's optional ``weighting``: π per dialogue from its λ score
 QUESTIONS = {"fga_vs_jga": "r(FGA) - r(JGA)", "lambda": "λ* (the FGA λ that tracks people best)"}
@@ -68,6 +68,7 @@ def design_of(settings: dict | None) -> dict:
 def _scores(study: Study, items: list[Item], question: str, lam: float) -> dict[int, float]:
     """Each item's informativeness for the question, from its dialogue's metrics, per condition
     (``metrics.adaptive.question_scores``)."""
+    from metrics import adaptive
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
 
@@ -119,10 +120,13 @@ def set_allocation(
     designer's proposal, ``n``, ``m``, ``k_overlap`` and optionally ``seed`` (else the study's).
     Places held now (no vote yet) are given back: a held place must not outlast a draw that leaves its
     item out or gives it fewer places."""
+    from metrics import adaptive
+
     study = lock_study(session, study.id)
 
-    if policy not in POLICIES:
-        raise StudyError(f"allocation policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    policies = (*adaptive.POLICIES, "designed")
+    if policy not in policies:
+        raise StudyError(f"allocation policy must be one of {', '.join(policies)}, not {policy!r}")
     if question not in QUESTIONS:
         raise StudyError(f"the study's question must be one of {', '.join(QUESTIONS)}, not {question!r}")
     voted = session.scalar(
@@ -237,6 +241,7 @@ def _draw_design(items: list[Item], chosen: dict, study: Study, lam: float) -> t
     its λ score (``metrics.adaptive``, n expected in all, spread over the conditions), one seeded Poisson
     draw, then a random m of the drawn dialogues (m / drawn each) get k_overlap votes; the analysis weights
     each judged dialogue by 1/π (``metrics.analysis.design_summary``)."""
+    from metrics import adaptive
     from metrics.design import Design
 
     n, m, k_overlap, seed = chosen["n"], chosen["m"], chosen["k_overlap"], chosen["seed"]
@@ -337,6 +342,8 @@ def after_judgement(session: Session, study_id: int, item_id: int) -> bool:
         values = [float(v) for v in session.scalars(select(VoteEvent.value).where(VoteEvent.id.in_(latest)))]
         capacity = (study.overlap if item.k is None else item.k) + item.extra_capacity
         if len(values) >= capacity and capacity < design["max_k"]:
+            from metrics import adaptive
+
             if not adaptive.settled(values, study.overlap, design["max_k"], SETTLED_WIDTH):
                 session.execute(update(Item).where(Item.id == item_id).values(extra_capacity=Item.extra_capacity + 1))
     if design["budget"] is not None and not study.archived and judgements_done(session, study_id) >= design["budget"]:

@@ -23,20 +23,25 @@ a job runs (``annotate/pages/analysis.py``).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 
-from annotate import reports
 from annotate.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import Annotator, Study
-from annotate.study_data import stored_settings
-from metrics.analysis import AnalysisSettings
+from formats.settings import settings
+
+if TYPE_CHECKING:
+    from metrics.analysis import AnalysisSettings
+
+# annotate.reports and annotate.study_data (numpy, the statistics) are imported by the functions that
+# compute: the warmer starts with the app's engine, before the login form is served, and imports them
+# in its own thread, after its first sleep (issue 36).
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +92,8 @@ class Look:
 
 
 def _run(engine: Engine, job: Job) -> dict:
+    from annotate import reports
+
     try:
         return reports.compute(engine, job.key, job.progress)
     except Exception as error:  # shown on the page ("the analysis failed: ..."), never a traceback
@@ -127,6 +134,8 @@ def look(
     computing the current one if it is not there (``retry``: again after an error) and waits for it up
     to ``wait`` seconds (a small study's analysis is there before a progress bar would be worth
     showing; the page waits ``DST_JUDGE_ANALYSIS_WAIT`` seconds, 0.5 by default).  Admin only."""
+    from annotate import reports
+
     require_admin(user)
     key = reports.analysis_key(engine, study_id, settings, condition)
     found = reports.cached(key)
@@ -168,6 +177,9 @@ def warm_once(engine: Engine, settled: dict[int, tuple]) -> int:
     """One round: each open study with votes whose stored settings' analysis is not current, and whose
     inputs were the same at the last round (``settled``: study → inputs seen), gets a job.  Returns the
     number of jobs started."""
+    from annotate import reports
+    from annotate.study_data import stored_settings
+
     started = 0
     with read_session(engine) as session:
         studies = session.execute(select(Study.id, Study.settings).where(Study.archived.is_(False))).all()
@@ -195,7 +207,7 @@ def _has_votes(key: tuple) -> bool:
 def start_warmer(engine: Engine) -> bool:
     """Start the warmer thread for this engine's database once per process (unless
     ``DST_JUDGE_BACKGROUND_ANALYSIS=0``).  Returns whether it runs."""
-    if os.environ.get("DST_JUDGE_BACKGROUND_ANALYSIS", "1") == "0":
+    if not settings().background_analysis:
         return False
     url = engine.url.render_as_string(hide_password=False)
     with _LOCK:

@@ -167,10 +167,16 @@ _SKIPPED = (
     )
     .order_by(Assignment.assigned_at, Item.id)
 )
+# the item given last, of those not given back (released on a logout or a switch, timed out): the last one
+# judged, skipped or held, whatever was given back since (issue 38: the CoCo rule across a new login)
 _LAST_KEY = (
     select(Item.key)
     .join(Assignment, Assignment.item_id == Item.id)
-    .where(Assignment.study_id == bindparam("study"), Assignment.annotator_id == bindparam("annotator"))
+    .where(
+        Assignment.study_id == bindparam("study"),
+        Assignment.annotator_id == bindparam("annotator"),
+        Assignment.status != RECLAIMED,
+    )
     .order_by(Assignment.assigned_at.desc(), Assignment.id.desc())
     .limit(1)
 )
@@ -454,6 +460,20 @@ def release(session: Session, annotator_id: int, *, keep_study: int | None = Non
     if keep_study is not None:
         condition.append(Assignment.study_id != keep_study)
     return _release_rows(session, tuple(condition))
+
+
+def last_study(session: Session, annotator_id: int, study_ids: list[int]) -> int | None:
+    """Of ``study_ids``, the study of the item this annotator holds, else of their latest place (any
+    state): where a new tab or a new login of theirs starts (issue 38).  One statement, on the index
+    (study, annotator)."""
+    if not study_ids:
+        return None
+    return session.scalar(
+        select(Assignment.study_id)
+        .where(Assignment.study_id.in_(study_ids), Assignment.annotator_id == annotator_id)
+        .order_by((Assignment.status == ACTIVE).desc(), Assignment.assigned_at.desc(), Assignment.id.desc())
+        .limit(1)
+    )
 
 
 def release_study(session: Session, study_id: int) -> int:

@@ -10,9 +10,34 @@ redirect URL.  The join link is the app's address with these parameters::
 (and optionally ``&session=<id>``).  ``join`` checks the secret (constant-time compare) and signs
 the worker in without a password: each (study, platform, worker id) is its own annotator (role
 ``worker``, no password, named ``<platform>:<worker id>@<study id>``), so the login reaches that
-study only; the same link again is the same worker (a reload, a second tab).  Anything wrong (no
-such study, crowd closed, wrong or missing secret) gets one plain refusal that says nothing about
-which part was wrong; a missing or malformed worker id says so (nothing secret in that).
+study only.  Anything wrong (no such study, crowd closed, wrong or missing secret) gets one plain
+refusal that says nothing about which part was wrong; a missing or malformed worker id says so
+(nothing secret in that).
+
+A worker id is not a password (issue 37: a second browser opening ``...&worker=alice`` became alice,
+saw her answers under "Go back" and could change them).  The first join binds the worker id:
+
+- **to that browser**: the join gives the browser a *crowd token* (cookie ``dst_judge_crowd``, as
+  long as a device cookie lasts, ``DST_JUDGE_DEVICE_DAYS``): issue time, a random nonce and an HMAC
+  keyed with a random key kept in the worker's row (``device_key``), so only the server can make one
+  and nothing about the browser is stored.  That browser coming back by the link (a reload, a new
+  tab, a later visit, after a logout) shows the token and is the same worker;
+- **to the platform's session, where the platform gives one**: Prolific's ``SESSION_ID`` of the
+  first join is kept; a link with that same SESSION_ID is the same worker in any browser (Prolific
+  hands it to that participant only: the worker who reopens the study from Prolific in a private
+  window, or on another device, goes on), and that browser gets a token too.  The other platforms'
+  ``session=`` is an id anyone can write into a link: it proves nothing.
+
+**A second browser** claiming a worker id that joined already, without the token and without the
+SESSION_ID of the first join, **is refused** (``ALREADY_JOINED``): it gets no identity, neither the
+first worker's nor a new one, and nothing is made or changed.  Not a fresh identity: a second worker
+under the same platform id would make two people of one in the exports, the places and the payments,
+and the worker whose id it is could never tell which answers were theirs.  The refusal tells the
+person what to do (go on in the browser where they started, or contact the researcher).  Two tabs of
+one browser opening the link at the same instant, before the first has its token: the second is
+refused, and a reload of it (the cookie is there by then) goes on.  The workers who joined before
+issue 37 have no key: the link signs them in again only with Prolific's SESSION_ID (their live
+logins go on).
 
 Choices, written down:
 
@@ -48,8 +73,10 @@ A link is not a licence to make accounts (issue 23: varying ``worker=`` made 300
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import math
-import os
 import re
 import secrets
 from dataclasses import dataclass
@@ -61,6 +88,8 @@ from sqlalchemy.orm import Session
 
 from annotate.assignment import capacity
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
+from formats.references import id_of
+from formats.settings import settings
 
 ID_PATTERN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 PROLIFIC_PID_PATTERN = re.compile(r"[0-9a-fA-F]{24}")
@@ -72,8 +101,15 @@ NO_PLACES = (
 TOO_MANY = (
     "Too many new workers have joined from your network address in the last {minutes} minutes. Please try again in a few minutes."
 )
-JOINS_PER_CLIENT = int(os.environ.get("DST_JUDGE_JOINS_PER_CLIENT", "5"))
+ALREADY_JOINED = (
+    "This worker id has joined this study already, in another browser, and only that browser can go on as "
+    "this worker. Please continue in the browser where you started (open the study link there again); "
+    "if you cannot, contact the researcher."
+)
+JOINS_PER_CLIENT = settings().joins_per_client
 JOIN_WINDOW = timedelta(minutes=10)
+CROWD_COOKIE_NAME = "dst_judge_crowd"
+MAX_CROWD_TOKENS = 8  # workers remembered per browser (several studies, several platforms)
 
 
 class JoinRefused(ValueError):
@@ -195,13 +231,94 @@ def _locked_study(session: Session, study_id: int) -> Study | None:
     ).one_or_none()
 
 
-def join(session: Session, params, *, client: str = "", now: datetime | None = None) -> Annotator:
-    """The worker the link signs in (made on first use), in the caller's write transaction.  ``client``
-    is where the request comes from (the per-client limit); ``now`` a simulated clock (tests)."""
+# Crowd tokens: "<issued unix seconds>.<nonce>.<mac>", several joined by "~" in one cookie.
+_EPOCH = datetime(1970, 1, 1)
+
+
+def _seconds(moment: datetime) -> int:
+    return int((moment.replace(tzinfo=None) - _EPOCH).total_seconds())
+
+
+def _token_mac(row: CrowdWorker, issued: int, nonce: str) -> str:
+    message = f"dst-judge-crowd\n{row.annotator_id}\n{row.study_id}\n{issued}\n{nonce}".encode()
+    mac = hmac.new(row.device_key.encode("ascii"), message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode("ascii").rstrip("=")
+
+
+def _token_parts(token: str) -> tuple[int, str, str] | None:
+    parts = token.split(".")
+    if len(parts) != 3 or not parts[0].isascii() or not parts[0].isdigit() or len(parts[0]) > 12:
+        return None
+    if not (8 <= len(parts[1]) <= 40) or len(parts[2]) > 60:
+        return None
+    return int(parts[0]), parts[1], parts[2]
+
+
+def _cookie_tokens(cookie: str | None) -> list[str]:
+    if not isinstance(cookie, str) or len(cookie) > 2000:
+        return []
+    return [token for token in cookie.split("~")[: MAX_CROWD_TOKENS * 2] if token]
+
+
+def _oldest(now: datetime) -> int:
+    return _seconds(now - timedelta(days=settings().device_days))
+
+
+def known_browser(row: CrowdWorker, cookie: str | None, now: datetime) -> bool:
+    """Whether the browser's crowd cookie holds a live token made for this worker."""
+    if not row.device_key:
+        return False  # joined before issue 37: no token was ever made for them
+    oldest = _oldest(now)
+    for token in _cookie_tokens(cookie):
+        parts = _token_parts(token)
+        if parts is None:
+            continue
+        issued, nonce, mac = parts
+        if oldest <= issued <= _seconds(now) + 60 and hmac.compare_digest(mac, _token_mac(row, issued, nonce)):
+            return True
+    return False
+
+
+def browser_cookie(row: CrowdWorker, previous: str | None, now: datetime) -> str:
+    """The browser's crowd cookie after a join: a fresh token for this worker first, then the
+    browser's other live tokens (other studies), at most ``MAX_CROWD_TOKENS``."""
+    issued, nonce = _seconds(now), secrets.token_urlsafe(12)
+    tokens = [f"{issued}.{nonce}.{_token_mac(row, issued, nonce)}"]
+    oldest = _oldest(now)
+    for token in _cookie_tokens(previous):
+        parts = _token_parts(token)
+        if parts is None or parts[0] < oldest or known_browser(row, token, now):
+            continue  # malformed, expired, or this worker's old token
+        tokens.append(token)
+    return "~".join(tokens[:MAX_CROWD_TOKENS])
+
+
+def _same_worker(row: CrowdWorker, platform: str, platform_session: str, device: str | None, now: datetime) -> bool:
+    """Whether this join is the worker who joined first: their browser's token, or Prolific's
+    SESSION_ID of the first join (see the module docstring)."""
+    if known_browser(row, device, now):
+        return True
+    return (
+        platform == "prolific"
+        and bool(row.platform_session)
+        and bool(platform_session)
+        and secrets.compare_digest(platform_session.encode(), row.platform_session.encode())
+    )
+
+
+def join(
+    session: Session, params, *, client: str = "", device: str | None = None, now: datetime | None = None
+) -> tuple[Annotator, str]:
+    """The worker the link signs in (made on first use), in the caller's write transaction, and the
+    browser's new crowd cookie.  ``client`` is where the request comes from (the per-client limit);
+    ``device`` the browser's crowd cookie, if any (a worker who joined already is signed in only for
+    their browser, or Prolific session: else ``JoinRefused(ALREADY_JOINED)``); ``now`` a simulated
+    clock (tests)."""
     now = now or utcnow()
     client = (client or "")[:100]
     study_text, key = _param(params, "join"), _param(params, "key")
-    study = _locked_study(session, int(study_text)) if study_text.isdigit() and len(study_text) < 10 else None
+    study_id = id_of(study_text)  # ASCII digits only: "¹" or "١" is no study (formats.references)
+    study = _locked_study(session, study_id) if study_id is not None else None
     crowd = settings_of(study) if study is not None else None
     if (
         study is None
@@ -218,7 +335,11 @@ def join(session: Session, params, *, client: str = "", now: datetime | None = N
         )
     )
     if found is not None:
-        return session.get(Annotator, found.annotator_id)
+        if not _same_worker(found, platform, platform_session, device, now):
+            raise JoinRefused(ALREADY_JOINED)
+        if not found.device_key:  # joined before issue 37, back by Prolific's SESSION_ID: bound from now on
+            found.device_key = secrets.token_urlsafe(32)
+        return session.get(Annotator, found.annotator_id), browser_cookie(found, device, now)
     joined = session.scalar(select(func.count()).select_from(CrowdWorker).where(CrowdWorker.study_id == study.id))
     if joined >= places(session, study):
         raise JoinRefused(NO_PLACES)
@@ -232,20 +353,20 @@ def join(session: Session, params, *, client: str = "", now: datetime | None = N
     annotator = Annotator(name=f"{platform}:{worker_id}@{study.id}", role=WORKER, password_hash=None)
     session.add(annotator)
     session.flush()
-    session.add(
-        CrowdWorker(
-            annotator_id=annotator.id,
-            study_id=study.id,
-            platform=platform,
-            worker_id=worker_id,
-            platform_study=platform_study,
-            platform_session=platform_session,
-            client=client,
-            joined_at=now,
-        )
+    row = CrowdWorker(
+        annotator_id=annotator.id,
+        study_id=study.id,
+        platform=platform,
+        worker_id=worker_id,
+        platform_study=platform_study,
+        platform_session=platform_session,
+        client=client,
+        joined_at=now,
+        device_key=secrets.token_urlsafe(32),
     )
+    session.add(row)
     session.flush()
-    return annotator
+    return annotator, browser_cookie(row, device, now)
 
 
 @dataclass(frozen=True)

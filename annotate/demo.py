@@ -1,4 +1,4 @@
-"""First run: demo studies of all three kinds from the shared fixtures, and demo accounts.
+"""First run: demo studies of all three kinds from the sample data shipped in the package, and demo accounts.
 
 ``ensure_demo`` runs when the app starts.  On an empty database (no annotators, no
 studies) and unless ``DST_JUDGE_DEMO=0``, it creates an admin and three annotators and
@@ -11,24 +11,34 @@ refuses to start while a demo account still has its demo password (``demo_refusa
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sqlalchemy import Engine, func, select
 
-REPO = Path(__file__).resolve().parent.parent
+from formats.settings import settings
+
 DEMO_ACCOUNTS = (
     ("admin", "demo-admin-pw", "admin"),
     ("ann1", "demo-ann1-pw", "annotator"),
     ("ann2", "demo-ann2-pw", "annotator"),
     ("ann3", "demo-ann3-pw", "annotator"),
 )
+# The demo's passwords are published (README, the login page), so their bcrypt hashes at the default cost
+# (12) may be too: made once here instead of at every first start, where four hashes cost ~1.5 s of CPU
+# before the login form.  Another cost (``DST_JUDGE_BCRYPT_ROUNDS``) hashes them as usual.
+DEMO_HASHES = {
+    "admin": "$2b$12$oOHLz.vvawNKrgxPaOXVnuNIGOHctNi8EsJdux8YNU4R5CawON5gC",
+    "ann1": "$2b$12$VCxAzmpv..cE.ac8UN2haec6OXG/0VjvSQcp.qL6J7NxcrsFFnVzK",
+    "ann2": "$2b$12$QdoTX9dC//Kxv5egNWk3YuhvI1fPhd6vKsGT9GXjvCuyUywC4ZHOO",
+    "ann3": "$2b$12$EIwJH/lN9.X1lXTTFHQ60.LXqd0yI3uJSDeqahtRL7QRICagrICge",
+}
 DEMO_STUDIES = ("Demo: dialogue satisfaction", "Demo: CoCo turns", "Demo: DSTC2 SLU labels")
 
 
 def fixtures_dir() -> Path:
-    """``DST_JUDGE_FIXTURES`` or ``../shared/fixtures`` beside the repository."""
-    return Path(os.environ.get("DST_JUDGE_FIXTURES", REPO.parent / "shared" / "fixtures"))
+    """The demo's data: ``DST_JUDGE_FIXTURES``, else the sample inside the package (``annotate/sample_data``,
+    found wherever the package is installed; its README names each file's source and licence)."""
+    return settings().fixtures
 
 
 def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
@@ -39,7 +49,7 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     from annotate.store.models import Annotator, Study
     from annotate.studies import create_study
 
-    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+    if not settings().demo:
         return False
     if _behind_proxy():
         print(f"DST Judge: {BEHIND_PROXY}", flush=True)
@@ -52,7 +62,10 @@ def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
             print(f"DST Judge: {missing_fixtures_message(fixtures)}", flush=True)
             return False
         for name, password, role in DEMO_ACCOUNTS:
-            add_annotator(session, name, password, role)
+            if settings().bcrypt_rounds == 12:
+                add_annotator(session, name, None, role).password_hash = DEMO_HASHES[name]
+            else:
+                add_annotator(session, name, password, role)
         guideline_path = fixtures / "dst_evaluation_guideline.txt"
         guideline = guideline_path.read_text(encoding="utf-8") if guideline_path.is_file() else ""
         create_study(
@@ -73,7 +86,7 @@ def print_accounts() -> None:
 
 
 def missing_fixtures_message(fixtures: Path) -> str:
-    return f"No demo data at {fixtures} (set DST_JUDGE_FIXTURES to the shared fixtures folder); starting without the demo."
+    return f"No demo data at {fixtures} (DST_JUDGE_FIXTURES names a folder that does not exist); starting without the demo."
 
 
 BEHIND_PROXY = (
@@ -96,7 +109,7 @@ def demo_pending(engine: Engine) -> bool:
     from annotate.store.db import read_session
     from annotate.store.models import Annotator, Study
 
-    if os.environ.get("DST_JUDGE_DEMO", "1") == "0" or not fixtures_dir().is_dir():
+    if not settings().demo or not fixtures_dir().is_dir():
         return False
     with read_session(engine) as session:
         return not (
@@ -133,12 +146,12 @@ def demo_refusal(engine: Engine) -> str | None:
     if in_use:
         return (
             f"a reverse proxy is configured and the demo account(s) {', '.join(in_use)} still have their published "
-            "password: change them (python -m annotate annotator password NAME) before serving behind a proxy"
+            "password: change them (dst-judge annotator password NAME) before serving behind a proxy"
         )
     return None
 
 
-FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' python -m annotate annotator add NAME --admin"
+FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' dst-judge annotator add NAME --admin"
 
 
 def setup_hint(engine: Engine) -> str | None:
@@ -153,7 +166,7 @@ def setup_hint(engine: Engine) -> str | None:
         )
     if admins:
         return None
-    if os.environ.get("DST_JUDGE_DEMO", "1") == "0":
+    if not settings().demo:
         why = "The demo is off (DST_JUDGE_DEMO=0)."
     elif _behind_proxy():
         why = "The demo is off behind a reverse proxy (DST_JUDGE_TRUSTED_PROXIES)."
@@ -174,4 +187,6 @@ def demo_accounts_active(engine: Engine) -> bool:
 
     with read_session(engine) as session:
         admin = find_annotator(session, DEMO_ACCOUNTS[0][0])
+        if admin is not None and admin.password_hash == DEMO_HASHES["admin"]:
+            return True  # the shipped hash: no bcrypt work on every start and login page
         return admin is not None and password_matches(DEMO_ACCOUNTS[0][1], admin.password_hash)

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("study", nargs="?", help="study name")
     parser.add_argument("--format", dest="fmt", choices=list(FORMATS), help="output format")
     parser.add_argument("--out", type=Path, help="file (one-file formats) or folder (dstc-labels, fga-text)")
-    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the embedded SQLite file)")
+    parser.add_argument("--db", help="database URL (default: DST_JUDGE_DB or the SQLite file in the per-user data folder)")
     parser.add_argument("--history", action="store_true", help="votes-*: every vote event, not only current votes")
     parser.add_argument("--condition", help="satisfaction studies: the system (condition) to analyse or export")
     parser.add_argument("--level", default=DEFAULTS.level, choices=("nominal", "ordinal", "interval", "ratio"))

@@ -12,7 +12,7 @@ screen claims one: that is a write, :func:`claim_screen`).
 
 The login is checked inside the same transaction (``annotate.sessions.user_in``) when the caller gives
 the session token (the pages do); callers that established the annotator otherwise (tests, scripts)
-pass ``token=None``.  The counts are in README (*The annotator's loop*) and held by
+pass ``token=None``.  The bound is in docs/architecture.md (*The store*) and held by
 ``tests/store/test_loop_statements.py``.
 
 No Streamlit here; ``annotate.screen`` keeps what one browser tab shows and calls these through
@@ -266,6 +266,9 @@ def answer(
     tab left for a review, when it is still the annotator's), else the next item, claimed."""
     now = now or utcnow()
     user = _login(session, user, token, now)
+    # The study's access rule first: a person who is not on the study gets its refusal whatever the
+    # item, so an existing item and an unknown one answer alike (issue 37: 403 vs 404 told item ids).
+    found = access(session, user, study_id)
     allowed = session.execute(
         select(Item.study_id, Assignment.id)
         .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == user.id))
@@ -273,7 +276,6 @@ def answer(
     ).first()
     if allowed is None or allowed[0] != study_id:
         raise PermissionDenied("no such item in this study")
-    found = access(session, user, study_id)
     if allowed[1] is None and user.role != "admin":
         raise PermissionDenied("this item is not assigned to you")
     allocation.before_judgement(session, study_id, item_id)

@@ -21,14 +21,15 @@ A page passes in the WebSocket peer's address (``st.context.ip_address``; Stream
 
 Note that Streamlit's web server (uvicorn) already rewrites the peer address from ``X-Forwarded-For``
 when the peer is in ``FORWARDED_ALLOW_IPS`` (its default: ``127.0.0.1,::1``); ``python -m annotate
-serve`` sets that variable to the trusted proxies so both layers agree (README, *Deploying*).
+serve`` sets that variable to the trusted proxies so both layers agree (docs/deployment.md, *Proxy settings*).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
 from collections.abc import Mapping
+
+from formats.settings import load
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 LOOPBACK = "127.0.0.1,::1"
@@ -61,9 +62,9 @@ def parse_trusted(spec: str) -> tuple[Network, ...]:
 
 def trusted_proxies(environ: Mapping[str, str] | None = None) -> tuple[Network, ...]:
     """The configured proxies (empty: none; forwarding headers are then never believed)."""
-    environ = os.environ if environ is None else environ
-    spec = environ.get("DST_JUDGE_TRUSTED_PROXIES", "").strip()
-    if not spec and environ.get("DST_JUDGE_TRUST_PROXY", "").strip() == "1":
+    current = load(environ)
+    spec = current.trusted_proxies
+    if not spec and current.trust_proxy:
         spec = LOOPBACK
     return parse_trusted(spec)
 

@@ -21,8 +21,9 @@ import hashlib
 import json
 import statistics
 import threading
+import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import Engine, case, func, select, true
@@ -540,6 +541,7 @@ def allocation_line(status: AllocationStatus) -> str:
 
 _CACHE: OrderedDict[tuple, dict] = OrderedDict()
 _NEWEST: dict[tuple, dict] = {}  # (database, study, settings, condition) -> the newest result, any inputs
+_STAMPS: OrderedDict[int, tuple[dict, float]] = OrderedDict()  # id(result) -> (result, when it was kept)
 _CACHE_LOCK = threading.Lock()
 CACHE_ENTRIES = 32
 # Settings the analysis never reads: operational ones that change often (a votes download records
@@ -707,12 +709,34 @@ def newest(key: tuple) -> dict | None:
 def compute(engine: Engine, key: tuple, progress: Progress | None = None) -> dict:
     """Compute the analysis ``key`` names and keep it in the cache (no access check: callers make it)."""
     _, study_id, settings, condition, _ = key
-    result = _analyse(engine, study_id, settings, condition, progress)
+    return keep(key, _analyse(engine, study_id, settings, condition, progress))
+
+
+def first_key(key: tuple) -> tuple:
+    """The key of ``key``'s first answers: the same analysis without its resamples (agreement, majority,
+    r per metric, the λ curve; no bootstrap interval, Dawid-Skene fitted once), a small part of its cost
+    (``annotate.analysis_jobs`` computes it first, issue 38)."""
+    url, study_id, settings, condition, version = key
+    return (url, study_id, replace(settings, resamples=0), condition, version)
+
+
+def computed_at(result: dict | None) -> float | None:
+    """When (``time.time()``) this process computed or received ``result`` (None: unknown)."""
     with _CACHE_LOCK:
+        found = _STAMPS.get(id(result))
+    return found[1] if found is not None and found[0] is result else None
+
+
+def keep(key: tuple, result: dict) -> dict:
+    """Keep ``result``, the analysis ``key`` names (computed here or in the analysis process), in the cache."""
+    with _CACHE_LOCK:
+        _STAMPS[id(result)] = (result, time.time())
+        while len(_STAMPS) > 2 * CACHE_ENTRIES:
+            _STAMPS.popitem(last=False)
         _CACHE[key] = result
         while len(_CACHE) > CACHE_ENTRIES:
             _CACHE.popitem(last=False)
-        _NEWEST[key[:4]] = result
+        _NEWEST[key[:4]] = result  # first answers (``first_key``) have settings of their own: a slot of their own
         while len(_NEWEST) > CACHE_ENTRIES:
             _NEWEST.pop(next(iter(_NEWEST)))
     return result
@@ -722,4 +746,5 @@ def clear_cache() -> None:
     with _CACHE_LOCK:
         _CACHE.clear()
         _NEWEST.clear()
+        _STAMPS.clear()
         _QUALITY.clear()

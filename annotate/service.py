@@ -14,10 +14,11 @@ besides is constants and pure functions (a kind's item view, a report's prose, t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
 
-from annotate import allocation, assignment, crowd, demo, loop, membership, reports, sessions, studies, tokens, votes
+from annotate import allocation, assignment, crowd, demo, loop, membership, sessions, studies, tokens, votes
 from annotate.auth import AuthError, PermissionDenied, StudyClosed, add_annotator, require_admin, set_password
 from annotate.idempotency import KeyReused
 from annotate.loop import NotLoggedIn
@@ -26,7 +27,10 @@ from annotate.store.models import WORKER, Annotator, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
 from annotate.uploads import safe_name, unpacked
 from annotate.votes import CapacityError, Reassigned
-from metrics.analysis import AnalysisSettings
+
+if TYPE_CHECKING:  # the analysis (numpy and the statistics) is imported by the functions that run it (issue 36)
+    from annotate import reports
+    from metrics.analysis import AnalysisSettings
 
 
 @dataclass(frozen=True)
@@ -170,6 +174,14 @@ def skip(engine: Engine, user: Annotator, item_id: int) -> None:
         assignment.skip_item(session, user, item_id)
 
 
+def last_study(engine: Engine, user: Annotator, study_ids: list[int]) -> int | None:
+    """Of ``study_ids``, the study this person was last working in: the one where they hold an item, else
+    the one of their latest place (judged, skipped or given back).  A new tab or a new login opens it
+    (issue 38)."""
+    with read_session(engine) as session:
+        return assignment.last_study(session, user.id, list(study_ids))
+
+
 def my_answers(engine: Engine, user: Annotator, item_id: int) -> dict[str, str]:
     with read_session(engine) as session:
         return loop.answers_of(session, user, item_id)[0]
@@ -209,11 +221,19 @@ def my_progress(engine: Engine, user: Annotator, study_id: int) -> dict:
 # --- crowd workers ------------------------------------------------------------------------
 
 
-def join_crowd(engine: Engine, params, *, client: str = "", now=None) -> str:
-    """Sign a crowd worker in by a study's join link (its URL parameters): the session token.
-    ``client``: where the request comes from (the page's client address), for the per-client limit;
-    ``now``: a simulated clock (tests).  Raises crowd.JoinRefused with a plain message; a refused
-    link changes nothing."""
+def join_crowd(engine: Engine, params, *, client: str = "", device: str | None = None, now=None) -> str:
+    """Sign a crowd worker in by a study's join link (its URL parameters): the session token (the
+    browser's crowd cookie, which a worker who comes back by the link needs, is ``join_crowd_browser``'s)."""
+    return join_crowd_browser(engine, params, client=client, device=device, now=now)[0]
+
+
+def join_crowd_browser(engine: Engine, params, *, client: str = "", device: str | None = None, now=None) -> tuple[str, str]:
+    """Sign a crowd worker in by a study's join link (its URL parameters): (the session token, the
+    browser's new crowd cookie).  ``client``: where the request comes from (the page's client address),
+    for the per-client limit; ``device``: the browser's crowd cookie (``crowd.CROWD_COOKIE_NAME``): a
+    worker id that joined already signs in only the browser that shows its token (or, on Prolific,
+    the SESSION_ID of the first join; annotate.crowd); ``now``: a simulated clock (tests).  Raises
+    crowd.JoinRefused with a plain message; a refused link changes nothing."""
     from sqlalchemy.exc import IntegrityError
 
     from annotate.sessions import open_session
@@ -221,7 +241,8 @@ def join_crowd(engine: Engine, params, *, client: str = "", now=None) -> str:
     for attempt in range(2):  # the same worker joining in two tabs at once: the second finds the first
         try:
             with write_session(engine) as session:
-                return open_session(session, crowd.join(session, params, client=client, now=now))
+                worker, cookie = crowd.join(session, params, client=client, device=device, now=now)
+                return open_session(session, worker), cookie
         except IntegrityError:
             if attempt:
                 raise
@@ -401,14 +422,16 @@ def add_person(
         return AnnotatorSummary(person.name, person.role, person.password_hash is not None, kind)
 
 
-def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> None:
+def reset_password(engine: Engine, user: Annotator, name: str, password: str) -> int:
+    """A new password for ``name``; it also ends their sessions and API tokens and clears their failed
+    logins (``auth.set_password``): the number of API tokens revoked."""
     from annotate.store.models import JUDGE
 
     require_admin(user)
     with write_session(engine) as session:
         if session.scalar(select(Annotator.kind).where(Annotator.name == name)) == JUDGE:
             raise StudyError(f"{name!r} is an automatic judge: it has no password (it votes through the HTTP API with a token)")
-        set_password(session, name, password)  # also ends their sessions and clears failed logins
+        return set_password(session, name, password)  # also ends their sessions and tokens, clears failed logins
 
 
 def set_overlap(engine: Engine, user: Annotator, study_id: int, overlap: int) -> None:
@@ -460,6 +483,8 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     The interval is the Analysis page's own: the same cached analysis (``reports.study_analysis``),
     with the study's stored settings and the system (condition) the page opens with; ``progress`` as
     there (called only when it is computed)."""
+    from annotate import reports
+
     require_admin(user)
     with read_session(engine) as session:
         kind = session.get(Study, study_id).kind
@@ -574,6 +599,7 @@ def _voter(session, study_id: int, name: str) -> Annotator:
 
 
 def _set_excluded(engine: Engine, user: Annotator, study_id: int, name: str, excluded: bool, reason: str) -> bool:
+    from annotate import reports
     from annotate.store.models import AnalysisExclusion
 
     require_admin(user)
@@ -610,6 +636,8 @@ def include_annotator(engine: Engine, user: Annotator, study_id: int, name: str,
 
 def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[reports.Exclusion]:
     """The annotators left out of the study's analysis now: who, by whom, when, why."""
+    from annotate import reports
+
     require_admin(user)
     with read_session(engine) as session:
         return reports.exclusions(session, study_id)
@@ -618,6 +646,8 @@ def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[
 def annotator_quality(engine: Engine, user: Annotator, study_id: int) -> list[reports.AnnotatorQuality]:
     """Each voter's Dawid-Skene competence and spammer flag (``reports.annotator_quality``), for the
     Progress page; the excluded annotators are listed too (``excluded``)."""
+    from annotate import reports
+
     require_admin(user)
     return reports.annotator_quality(engine, study_id)
 
@@ -641,6 +671,8 @@ def study_analysis(
     """Everything the Analysis page shows, from the analysis cache (``reports.study_analysis``: one
     computation per study state and settings); ``progress(fraction, text)`` is called between steps
     when it is computed.  The result is shared: callers must not change it."""
+    from annotate import reports
+
     return reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
 
 
@@ -755,6 +787,8 @@ def reopen(engine: Engine, user: Annotator, study_id: int, key: str | None, cond
 
 
 def study_progress(engine: Engine, user: Annotator, study_id: int) -> reports.StudyProgress:
+    from annotate import reports
+
     require_admin(user)
     with read_session(engine) as session:
         return reports.progress(session, study_id)
@@ -791,6 +825,16 @@ def import_votes(engine: Engine, user: Annotator, study_id: int, file_name: str,
     return votes.import_votes_file(engine, study_id, file_name, text)
 
 
+def import_votes_upload(engine: Engine, user: Annotator, study_id: int, file_name: str, data: bytes) -> int:
+    """:func:`import_votes` of an uploaded file (the Progress page): its bytes read as the command line
+    reads a file (``formats.errors.read_text``: the size limit, UTF-8 with the line of a bad byte), then
+    the same checks, all or nothing; a refusal (``ReaderError``) names the file and the line."""
+    from formats.errors import read_text
+
+    require_admin(user)
+    return import_votes(engine, user, study_id, file_name, read_text(file_name, data))
+
+
 def record_export(engine: Engine, user: Annotator, study_id: int, what: str, through: int) -> None:
     """The votes up to event ``through`` were exported (a download button's callback, a command line's
     file written): recorded, and counted for a later delete."""
@@ -822,6 +866,7 @@ def export(
     """One export format of a study as a download: (bytes, file name); several files come zipped.
     The analysis is the cached one (``reports.study_analysis``), shared with the Analysis page."""
     require_admin(user)
+    from annotate import reports
     from exports.formats import as_download, write
 
     settings = settings or study_settings(engine, user, study_id)
@@ -852,6 +897,7 @@ def export_files(
 ) -> ExportFiles:
     """One export format of a study (by name or id) as its files, analysed afresh with ``settings``;
     an unknown study is a ValueError that lists the names (``study_data.find_study``)."""
+    from annotate import reports
     from annotate.study_data import find_study
     from exports.formats import write
 
@@ -898,6 +944,7 @@ def design_proposal(
     ``comparison``: FGA at ``lam`` against JGA; ``lambda``: λ* over ``metrics.design.DESIGN_GRID`` with
     ``lam`` the prior best λ (``r_a`` its prior corrected r).  ValueError (the designer's reason) when no
     identified design fits."""
+    from annotate import reports
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
     from metrics.design import design
@@ -1041,11 +1088,17 @@ def _api_item(session, screen: loop.Screen, study_id: int) -> ApiItem | None:
 
 
 def api_study(engine: Engine, user: Annotator, study: str) -> int:
-    """The id of the study named by ``study``: its id (digits), else its name; PermissionDenied ("no
-    such study") when none has that name.  Whether the caller may see it is the access rule of the call
-    that follows (``loop.access``: 403, or StudyClosed for a study that closed), as for the pages."""
-    if study.isdigit() and len(study) < 10:
-        return int(study)
+    """The id of the study named by ``study``: its id (ASCII digits), else its name
+    (``formats.references.reference``: ``¹`` or ``١`` is a name, never a number); PermissionDenied ("no
+    such study") when none has that name or id.  Whether the caller may see it is the access rule of the
+    call that follows (``loop.access``: 403, or StudyClosed for a study that closed), as for the pages."""
+    from formats.references import MAX_ID, reference
+
+    found = reference(study)
+    if isinstance(found, int):
+        if not 1 <= found <= MAX_ID:
+            raise PermissionDenied("no such study")
+        return found
     with read_session(engine) as session:
         found = session.scalar(select(Study.id).where(Study.name == study))
     if found is None:

@@ -6,7 +6,7 @@ run looks the token up again, so logout, expiry and a password reset (which revo
 of that annotator's sessions) take effect on the server, on every app server at once.
 
 Failed logins are throttled, in the database so that the limits hold across app servers.
-The design (argued in README, *Threat model* -> *Login throttling*): a stranger's failures
+The design (argued in docs/security.md, *Login throttling*): a stranger's failures
 must slow guessing, but never keep a person out of their own account.
 
 - **Known browsers.**  A successful login also gives the browser a *device token* for that
@@ -34,7 +34,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 from datetime import datetime, timedelta
 
@@ -43,13 +42,15 @@ from sqlalchemy import Engine, and_, delete, func, select, update
 from annotate.auth import authenticate, find_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
+from formats.references import number
+from formats.settings import settings
 
 COOKIE_NAME = "dst_judge_session"
 DEVICE_COOKIE_NAME = "dst_judge_device"
-SESSION_HOURS = float(os.environ.get("DST_JUDGE_SESSION_HOURS", "12"))
-DEVICE_DAYS = float(os.environ.get("DST_JUDGE_DEVICE_DAYS", "30"))
+SESSION_HOURS = settings().session_hours
+DEVICE_DAYS = settings().device_days
 MAX_DEVICE_TOKENS = 4  # names remembered per browser (a lab computer shared by a few annotators)
-MAX_FAILURES = int(os.environ.get("DST_JUDGE_MAX_LOGIN_FAILURES", "5"))
+MAX_FAILURES = settings().max_login_failures
 FREE_FAILURES = MAX_FAILURES  # per name and client (address or known browser), before the delays start
 CLIENT_DELAY = (30.0, 15 * 60.0)  # first delay and the cap, seconds (per name and client)
 NAME_FREE_FAILURES = 25  # per name, all unknown browsers together
@@ -96,9 +97,10 @@ def _device_mac(password_hash: str, name: str, issued: int, nonce: str) -> str:
 
 def _device_parts(token: str) -> tuple[int, str, str] | None:
     parts = token.split(".")
-    if len(parts) != 3 or not parts[0].isdigit() or not (8 <= len(parts[1]) <= 40) or len(parts[2]) > 60:
+    issued = number(parts[0]) if len(parts) == 3 else None  # ASCII digits only ("¹" was a ValueError)
+    if issued is None or not (8 <= len(parts[1]) <= 40) or len(parts[2]) > 60:
         return None
-    return int(parts[0]), parts[1], parts[2]
+    return issued, parts[1], parts[2]
 
 
 def _device_tokens(cookie: str | None) -> list[str]:

@@ -91,6 +91,23 @@ def prepare_items(
     return sample_units(build_items(kind, paths, condition), sample, seed)
 
 
+# The names an upload gives its items, at most as long as the store keeps them (PostgreSQL refused a
+# longer one with a DataError): an item's key (a dialogue id and turn), its condition (a system's name),
+# a question's name (an SLU act).
+NAME_CAPS = {"an item key": 300, "a condition (system name)": 100, "a question name": 300}
+
+
+def _check_names(draft: ItemDraft) -> None:
+    named = [("an item key", draft.key), ("a condition (system name)", draft.condition)]
+    named += [("a question name", question) for question in draft.questions]
+    for what, value in named:
+        cap = NAME_CAPS[what]
+        if len(value) > cap:
+            raise StudyError(
+                f"{what} has at most {cap} characters: {value[:60]!r}... has {len(value):,} (item {draft.key[:60]!r})"
+            )
+
+
 def create_study(
     session: Session,
     name: str,
@@ -111,6 +128,8 @@ def create_study(
     name = name.strip()
     if not name:
         raise StudyError("a study needs a name")
+    if len(name) > 200:  # the store's column (and the API's {study})
+        raise StudyError("a study name has at most 200 characters")
     if overlap < 1:
         raise StudyError("overlap (annotators per item) must be at least 1")
     if session.scalar(select(Study.id).where(Study.name == name)) is not None:
@@ -119,6 +138,7 @@ def create_study(
         drafts = prepare_items(kind, paths, condition, sample, seed)
     keys = set()
     for draft in drafts:
+        _check_names(draft)
         if (draft.key, draft.condition) in keys:
             raise StudyError(f"item {draft.key} ({draft.condition or 'no condition'}) appears twice in the input")
         keys.add((draft.key, draft.condition))

@@ -7,6 +7,10 @@ shown once, when it is made; the store keeps only its SHA-256 (a fast hash is en
 tell tokens apart.  A request's token is looked up by its hash (one indexed row); a revoked token, or
 one whose annotator is gone, is refused at once (nothing is cached).  A token acts as its annotator,
 with their role: an admin's token can do what the admin can, an annotator's what they can.
+
+A token ends when an admin revokes it (``token revoke NAME --all``, or ``--id N`` for one; no option
+is ``--all``) and when the person's password is reset (``annotator password NAME`` or the admin page:
+``annotate.auth.set_password``), so a reset after a leak leaves no token of the other hands working.
 """
 
 from __future__ import annotations

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from formats import ReaderError
+from formats.settings import settings
 
-MAX_UPLOAD_MB = float(os.environ.get("DST_JUDGE_MAX_UPLOAD_MB", "200"))
+MAX_UPLOAD_MB = settings().max_upload_mb
 LOOSE_FOLDER = "uploaded"  # the system name of loose FGA text files uploaded with no system name given
 
 

@@ -52,6 +52,7 @@ from annotate.assignment import (
     reclaim_expired_item,
     study_row,
 )
+from annotate.auth import name_problem
 from annotate.store.models import (
     DEFAULT_TIMEOUT_MINUTES,
     JUDGE,
@@ -380,6 +381,9 @@ def _checked(rows, study, name: str, items: dict, path, judges: set[str] = froze
             raise ReaderError(path, f"line {line}", "empty annotator name")
         if len(annotator) > 100:
             raise ReaderError(path, f"line {line}", "an annotator name has at most 100 characters")
+        problem = name_problem(annotator)  # a new name is made from it: no control or bidi character (issue 37)
+        if problem:
+            raise ReaderError(path, f"line {line}", problem)
         if annotator in judges:  # its places are its own (never one of the k): its votes come through the API
             raise ReaderError(path, f"line {line}", f"{annotator!r} is an automatic judge: its votes come through the HTTP API")
         question, seconds = unneutralise(row["question"] or ""), row.get("seconds")

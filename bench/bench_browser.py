@@ -63,8 +63,10 @@ import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
+from formats.settings import settings
+
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("DST_JUDGE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = settings().chromium
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-dev-shm-usage"]
 VIEWPORT = {"width": 1400, "height": 900}
 ANNOTATOR, PASSWORD = "rater", "bench-password"

@@ -7,12 +7,18 @@ the predictions (a triplet dropped, a value changed), so error patterns vary.
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
-from annotate.demo import fixtures_dir  # noqa: E402
 from formats import load_dialogues  # noqa: E402
 from formats.dialogue import state_to_nested  # noqa: E402
+
+
+def fixtures_dir() -> Path:
+    """The shared fixtures (``DST_JUDGE_FIXTURES``, else ``../shared/fixtures`` beside the checkout): the
+    10 real dialogues and TRADE's predictions, more than the demo's sample inside the package."""
+    return Path(os.environ.get("DST_JUDGE_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
 
 
 def build(n_dialogues: int = 1000, seed: int = 0) -> dict:

@@ -1,5 +1,5 @@
 """``python -m exports``: an entry point.  It needs the vote store, so the command itself lives in
-``annotate.export_cli`` (entry points stand above the layers; see README, Architecture)."""
+``annotate.export_cli`` (entry points stand above the layers; see docs/architecture.md)."""
 
 import sys
 

@@ -14,11 +14,14 @@ import io
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from exports import dstc_labels, report, tables
+from exports import dstc_labels, tables
 from exports.study import StudyData
 from formats import fga_text
-from metrics.analysis import AnalysisSettings
+
+if TYPE_CHECKING:  # the statistics are imported when a report or an analysis is written (issue 36)
+    from metrics.analysis import AnalysisSettings
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,18 @@ def _safe_folder(name: str) -> str:
     return name.replace("/", "_").replace("\\", "_").lstrip(".") or "default"
 
 
+def _report_html(request: ExportRequest) -> bytes:
+    from exports import report  # numpy and the summaries: the kinds register their formats without them
+
+    return report.to_html(request.data, request.analysis(), request.settings)
+
+
+def _report_md(request: ExportRequest) -> bytes:
+    from exports import report
+
+    return report.to_markdown(request.data, request.analysis(), request.settings)
+
+
 FORMATS = {
     f.name: f
     for f in (
@@ -120,7 +135,7 @@ FORMATS = {
             "agreement-csv",
             "agreement.csv",
             _single("agreement.csv", lambda r: tables.agreement_csv(_analysis_part(r, "agreement"))),
-            "agreement coefficients with bootstrap CIs per question",
+            "agreement coefficients with 95% intervals per question",
         ),
         Format(
             "correlation-csv",
@@ -155,13 +170,13 @@ FORMATS = {
         Format(
             "report-html",
             "report.html",
-            _single("report.html", lambda r: report.to_html(r.data, r.analysis(), r.settings)),
+            _single("report.html", _report_html),
             "self-contained study report",
         ),
         Format(
             "report-md",
             "report.md",
-            _single("report.md", lambda r: report.to_markdown(r.data, r.analysis(), r.settings)),
+            _single("report.md", _report_md),
             "the same report as Markdown",
         ),
     )
@@ -187,7 +202,10 @@ def write(
     fmt = FORMATS[name]
     if data.kind not in fmt.kinds:
         raise ValueError(f"{name} is for {' and '.join(fmt.kinds)} studies; {data.name!r} is a {data.kind} study")
-    settings = settings or AnalysisSettings()
+    if settings is None:
+        from metrics.analysis import AnalysisSettings
+
+        settings = AnalysisSettings()
     if condition is not None and data.dialogues and condition not in data.dialogues:
         raise ValueError(f"study {data.name!r} has no condition {condition!r} (conditions: {', '.join(data.dialogues)})")
     computed: list[dict] = []

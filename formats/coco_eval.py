@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from formats.errors import ReaderError, expect, parse_json, read_text
+from formats.references import number
 
 FORMAT = "coco-eval"
 SUMMARY_KEYS = ("avg new joint acc", "avg ori joint acc", "success rate")
@@ -48,7 +49,7 @@ def split_key(
     path,
 ) -> tuple[str, int]:
     """``"PMUL4648.json3"`` -> ``("PMUL4648.json", 3)`` using the known dialogue ids."""
-    matches = [d for d in dialogue_ids if key.startswith(d) and key[len(d) :].isdigit()]
+    matches = [d for d in dialogue_ids if key.startswith(d) and number(key[len(d) :]) is not None]
     if not matches:
         pattern = re.match(r"^(.*?\.json)(\d+)$", key)
         hint = f" (dialogue {pattern.group(1)!r} is not in the dialogue file)" if pattern else ""
@@ -56,7 +57,7 @@ def split_key(
     if len(matches) > 1:
         raise ReaderError(path, f"key {key!r}", f"ambiguous: could be any of {sorted(matches)}")
     dialogue_id = matches[0]
-    return dialogue_id, int(key[len(dialogue_id) :])
+    return dialogue_id, number(key[len(dialogue_id) :])
 
 
 def read(path: str | os.PathLike, dialogue_ids: set[str], data: bytes | None = None, document=None) -> list[CocoTurn]:

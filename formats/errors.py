@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from formats.settings import settings
+
 # Files larger than this are refused before they are read (DST_JUDGE_MAX_FILE_MB overrides).
 DEFAULT_MAX_FILE_MB = 200
 # A JSON document with more values than this is refused before it is parsed (DST_JUDGE_MAX_JSON_VALUES
@@ -18,6 +20,12 @@ DEFAULT_MAX_FILE_MB = 200
 # million empty objects, 4.5 GB once parsed) is refused after the check.  The largest real inputs
 # (a TRADE prediction file of a whole MultiWOZ test set) hold about a million.
 DEFAULT_MAX_JSON_VALUES = 5_000_000
+# One text field of an input file (an utterance, a dialogue id, a slot or its value, a name, a
+# comment, a JSON key, a CSV cell, a line of an FGA text file) holds at most this many characters; a
+# longer one is refused with the file and its place (issue 37: a single 50 MB utterance became one
+# item, which the app then held and served whole).  The real inputs' longest is some 600 characters
+# (a booking confirmation).  The HTTP API caps an answer and a comment the same (annotate.api.limits).
+MAX_FIELD_CHARS = 20_000
 
 
 class ReaderError(ValueError):
@@ -32,7 +40,7 @@ class ReaderError(ValueError):
 
 
 def max_file_bytes() -> int:
-    return int(float(os.environ.get("DST_JUDGE_MAX_FILE_MB", DEFAULT_MAX_FILE_MB)) * 1024 * 1024)
+    return int(settings().max_file_mb * 1024 * 1024)
 
 
 def read_text(path: str | os.PathLike, data: bytes | None = None) -> str:
@@ -61,7 +69,7 @@ def read_text(path: str | os.PathLike, data: bytes | None = None) -> str:
 
 
 def max_json_values() -> int:
-    return int(os.environ.get("DST_JUDGE_MAX_JSON_VALUES", DEFAULT_MAX_JSON_VALUES))
+    return settings().max_json_values
 
 
 _STRUCTURE = "{[,:"  # every value but the first is preceded by one of these
@@ -107,11 +115,64 @@ def parse_json(path: str | os.PathLike, text: str):
             f"more than {cap:,} JSON values (objects, lists, keys, strings, numbers): over the limit (DST_JUDGE_MAX_JSON_VALUES)",
         )
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as err:
         raise ReaderError(path, f"line {err.lineno} column {err.colno}", f"broken JSON: {err.msg}") from None
     except RecursionError:
         raise ReaderError(path, "", "JSON nested too deeply") from None
+    if len(text) > MAX_FIELD_CHARS and _has_long_text(document, MAX_FIELD_CHARS):
+        place, size = _long_text(document, MAX_FIELD_CHARS)
+        raise ReaderError(path, place, too_long(size))
+    return document
+
+
+def too_long(size: int) -> str:
+    return f"a text of {size:,} characters: one field holds at most {MAX_FIELD_CHARS:,}"
+
+
+def check_field(path: str | os.PathLike, place: str, text: str) -> str:
+    """``text``, or a ReaderError naming ``path`` and ``place`` when it is over ``MAX_FIELD_CHARS``."""
+    if len(text) > MAX_FIELD_CHARS:
+        raise ReaderError(path, place, too_long(len(text)))
+    return text
+
+
+def _has_long_text(document, cap: int) -> bool:
+    """Whether a string or a key of the parsed JSON document is longer than ``cap`` (one pass, no
+    recursion: a tenth of the parse's time)."""
+    stack = [document]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if len(value) > cap:
+                return True
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                if len(key) > cap:
+                    return True
+                stack.append(inner)
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
+def _long_text(document, cap: int) -> tuple[str, int]:
+    """The place of the first string or key longer than ``cap`` (a JSON path: ``[3].dialogue[2].transcript``)
+    and its length; called once ``_has_long_text`` found one."""
+    stack = [(document, "")]
+    while stack:
+        value, place = stack.pop()
+        if isinstance(value, str) and len(value) > cap:
+            return place or "the document", len(value)
+        if isinstance(value, dict):
+            for key, inner in reversed(value.items()):
+                shown = key if len(key) <= 40 else key[:40] + "…"
+                if len(key) > cap:
+                    return f"{place} key {shown!r}".strip(), len(key)
+                stack.append((inner, f"{place}[{shown!r}]"))
+        elif isinstance(value, list):
+            stack.extend((inner, f"{place}[{i}]") for i, inner in reversed(list(enumerate(value))))
+    return "", 0
 
 
 def expect(condition: bool, path: str | os.PathLike, place: str, message: str) -> None:
@@ -135,6 +196,9 @@ def csv_rows(path: str | os.PathLike, text: str, required: set[str], what: str) 
         for row in reader:
             if None in row:
                 raise ReaderError(path, f"line {reader.line_num}", "more cells than columns")
+            for column, cell in row.items():
+                if cell is not None and len(cell) > MAX_FIELD_CHARS:
+                    raise ReaderError(path, f"line {reader.line_num} column {column[:40]!r}", too_long(len(cell)))
             yield reader.line_num, row
     except csv.Error as err:
         raise ReaderError(path, f"line {reader.line_num}", f"broken CSV: {err}") from None

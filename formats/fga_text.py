@@ -53,7 +53,7 @@ import os
 import re
 
 from formats.dialogue import BeliefState, Dialogue, Turn, state_from_nested
-from formats.errors import ReaderError, read_text
+from formats.errors import ReaderError, check_field, read_text
 
 FORMAT = "fga-text"
 HEADER = "Dialogue ID :"
@@ -98,13 +98,14 @@ def read(path: str | os.PathLike, data: bytes | None = None) -> list[Dialogue]:
         turns.append(Turn(index=current["Turn"], system=current["Sys"], user=current["Usr"], gold=gold, pred=pred))
 
     for line_no, line in enumerate(lines, start=1):
+        check_field(path, f"line {line_no}", line)  # one field's cap, before the line is looked at
         if not line.strip() or set(line.strip()) == {"-"}:
             continue
         match = _FIELD.match(line)
         if not match:
             # Utterances may span lines (e.g. a booking confirmation): continue the last Sys / Usr.
             if last_key in ("Sys", "Usr"):
-                current[last_key] = f"{current[last_key]}\n{line.strip()}"
+                current[last_key] = check_field(path, f"line {line_no}", f"{current[last_key]}\n{line.strip()}")
                 continue
             raise ReaderError(path, f"line {line_no}", f"unexpected line {line[:60]!r}")
         key, value = match.group(1), match.group(2)

@@ -19,7 +19,7 @@
     python -m metrics calibrate --ratings RATINGS.csv [--grid START:STOP:NUM] [--bootstrap B]
                                     [--folds K] [--seed S] [--plot r_lambda.png] [--json] PREDICTIONS...
 
-The JSON contracts are in the README.  Imports stay lean (numpy and the readers only) for
+The JSON contracts are in docs/reference/formats.md.  Imports stay lean (numpy and the readers only) for
 ``score``, so that a whole-process run is fast; the analysis commands import scipy lazily.
 """
 
@@ -559,13 +559,18 @@ COMMANDS = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (the docs' CLI reference is made from it)."""
     parser = argparse.ArgumentParser(prog="python -m metrics", description="DST metrics and human-judgement analysis")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_score(subparsers)
     _add_analysis(subparsers)
     _add_design(subparsers)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except ValueError as err:  # ReaderError is a ValueError: one clear line, no traceback

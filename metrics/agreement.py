@@ -39,18 +39,18 @@ Krippendorff's (2011) example, observers A–D on 12 units:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
+from formats.settings import settings
 from formats.tidy import Vote
 from metrics.aggregate import UnitTable, canonical_number, majority_from_counts, unit_table
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 # krippendorff builds a units × values² array; above this we switch or refuse (see alpha).
-ALPHA_MAX_BYTES = int(float(os.environ.get("DST_JUDGE_ALPHA_MAX_MB", "256")) * 1024 * 1024)
+ALPHA_MAX_BYTES = int(settings().alpha_max_mb * 1024 * 1024)
 
 
 class Undefined(ValueError):
@@ -543,7 +543,7 @@ def bootstrap_cis(
     ``jackknife_atanh_t``, is atanh(θ̂) ± t(n − 1) × the delete-one-item jackknife standard error of
     atanh θ, back through tanh; of the five families it alone held 0.934-0.973 (46 of 51 cells within two
     Monte-Carlo errors of 0.95) over five designs at 30, 50 and 100 items, where the percentile bootstrap
-    went down to 0.867 (README, "Intervals at 30-100 dialogues"; ``bench/coverage_agreement.py``).  The
+    went down to 0.867 (docs/statistics/intervals.md; ``bench/coverage_agreement.py``).  The
     bootstrap resamples (rows of weights over the items, :class:`CountStatistics`, the same draws as before
     for a seed) still say which coefficients a resample leaves undefined, and ``resamples`` 0 still means no
     interval.  An interval is a point when every resample gives the same value (complete agreement)."""

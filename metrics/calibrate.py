@@ -266,7 +266,7 @@ def calibrate(
 
     ``ci_lambda`` and ``ci_r`` are of the families ``lambda_family`` (:data:`LAMBDA_FAMILIES`) and
     ``r_family`` (:data:`R_FAMILIES`), named under ``bootstrap.ci``; the defaults are those that held
-    0.95 at 30-100 dialogues (README, "Intervals at 30-100 dialogues"; ``bench/coverage_lambda.py``).  Their
+    0.95 at 30-100 dialogues (docs/statistics/intervals.md; ``bench/coverage_lambda.py``).  Their
     jackknife (BCa's acceleration, the t's degrees of freedom) leaves out one dialogue at a time, also when
     annotators are resampled too."""
     if lambda_family not in LAMBDA_FAMILIES or lambda_family in ("m_out_of_n",):

@@ -334,8 +334,8 @@ def _annotator_sums(ratings: Ratings, annotators: np.ndarray):
 
 
 # Every interval family for a Pearson r (``intervals`` in each row of correlation_report); the reported
-# ``pearson_ci`` is DEFAULT_INTERVAL's family, chosen by python -m bench.bench_coverage (README, "Intervals
-# at 30-100 dialogues").
+# ``pearson_ci`` is DEFAULT_INTERVAL's family, chosen by python -m bench.bench_coverage (docs/statistics/intervals.md,
+# "Correlations").
 INTERVAL_FAMILIES = {
     "fisher": "Fisher z, z ± z_.975 / sqrt(n - 3), n = dialogues (Fisher 1921)",
     "percentile": "percentile bootstrap",

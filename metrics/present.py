@@ -619,7 +619,8 @@ def model_label_table(model_labels: dict) -> list[Table]:
         )
         notes += [f"{question}: {note}" for note in found.get("notes", [])]
     method = (
-        "Dawid & Skene (1979) through crowd-kit: posterior label = the most probable class; competence = P(correct), "
+        "Dawid & Skene (1979), fitted by the project's own EM (checked against crowd-kit in the tests): "
+        "posterior label = the most probable class; competence = P(correct), "
         "the confusion matrix's diagonal weighted by the class priors; spammer score (Raykar & Yu 2012) 0 = answers "
         "independent of the truth, 1 = perfect; flagged at or below "
         + ", ".join(sorted({f"{m['threshold']:g}" for m in model_labels.values() if m.get("fitted")}) or ["—"])

@@ -6,7 +6,7 @@ agree most with people.  :func:`summarise` turns an analysis (``annotate.kinds.a
 majority labels, the CoCo table, correlation, calibration) into a :class:`Summary` of typed
 :class:`Sentence` s in that order; :func:`summarise_agreement`, :func:`summarise_correlation` and
 :func:`summarise_calibration` do the same for one result of ``python -m metrics agreement |
-correlate | calibrate``.  Only the JSON contracts' keys are read (README, *Analysis*).
+correlate | calibrate``.  Only the JSON contracts' keys are read (docs/reference/formats.md).
 
 Every number is written by :func:`metrics.present.number` / :func:`metrics.present.interval` (3
 decimals, one rounding rule with the tables) and kept unrounded in the sentence's ``numbers``, so a

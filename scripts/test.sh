@@ -17,4 +17,8 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 -m pip install -q --disable-pip-version-check --no-deps -e .  # the package itself (dependencies: the line above)
 python3 -m ruff check .
 python3 -m ruff format --check .
+# The docs site (docs/, mkdocs.yml): a broken link or anchor, or a generated part that fails, fails the run.
+site_dir="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$site_dir"
+rm -rf "$site_dir"
 python3 -m pytest "$@"

@@ -15,9 +15,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from formats.settings import settings
 from tests.conftest import REPO
 
-CHROMIUM = os.environ.get("DST_JUDGE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = settings().chromium
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -13,8 +13,9 @@ import uuid
 import pytest
 
 from annotate.store.db import make_engine, upgrade
+from formats.settings import settings
 
-PG_ADMIN_URL = os.environ.get("DST_JUDGE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+PG_ADMIN_URL = settings().test_pg or "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def pg_available() -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -77,7 +78,39 @@ class OwnPostgres:
     def stop(self, mode: str = "fast") -> None:
         self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
 
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster (``postmaster.pid``'s first line), then its children."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for stat in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if int(fields[1]) == postmaster:
+                children.append(int(Path(stat).parent.name))
+        return [postmaster, *children]
+
+    def freeze(self) -> None:
+        """SIGSTOP to every process of the server (the postmaster first, so it forks nothing more): what a
+        hung server looks like.  Its host's kernel still accepts connections and acknowledges data, so no
+        TCP timeout fires, and the server's own timeouts (``statement_timeout``) cannot: it is stopped."""
+        self.frozen = self.processes()
+        for pid in self.frozen:
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT to every process ``freeze`` stopped (and to any child there is now)."""
+        for pid in dict.fromkeys([*getattr(self, "frozen", []), *self.processes()]):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.frozen = []
+
     def close(self) -> None:
+        if getattr(self, "frozen", None):  # a stopped server would not hear pg_ctl's signal
+            self.thaw()
         try:
             self.stop("immediate")
         except subprocess.CalledProcessError:

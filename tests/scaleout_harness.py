@@ -27,7 +27,7 @@ from tests.browser_harness import StreamlitServer, free_port, wait_for_health
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
-# The app pages' Content-Security-Policy, as README ("Deploying for many annotators") gives it.  Streamlit
+# The app pages' Content-Security-Policy, as docs/deployment.md ("Two app servers behind nginx") gives it.  Streamlit
 # needs inline styles, its own inline bootstrap script (and our two fixed scripts: the cookie, the scroll
 # reset), blob:/data: images, fonts and media, and its WebSocket ('self' covers ws:/wss: to the same host).
 CSP = (

@@ -7,28 +7,46 @@
     GET  /api/v1/studies/{study}/progress             the caller's progress
     GET  /api/v1/studies/{study}/export?format=F      an export (admins)
     GET  /api/v1/openapi.json                         this API's OpenAPI document
+    GET  /api/v1/docs                                 the document browsable (Swagger UI, from the API's own files)
 
 Auth: ``Authorization: Bearer <token>`` (``annotate.tokens``); the token acts as its annotator with
 their role, and every rule (access, roles, k, the item being the caller's) is ``annotate.service``'s,
-as for the pages.  ``{study}`` is a study's id or its name.  Errors are RFC 9457 problem+json
-(``annotate.api.problems``).  Routes are plain functions: FastAPI runs them on its thread pool, and
-the store's write path (group commit on SQLite, row locks on PostgreSQL) is the pages'.
+as for the pages.  ``{study}`` is a study's id (ASCII digits) or its name, ``{item}`` an item's id
+(``formats.references``).  A request's token is checked before its body is read, a body is at most
+1 MB, each field has its cap and no string holds NUL or an unpaired surrogate (``annotate.api.limits``:
+401, 413 and 422 before any work).  Errors are RFC 9457 problem+json (``annotate.api.problems``).
+Routes are plain functions: FastAPI runs them on its thread pool, and the store's write path (group
+commit on SQLite, row locks on PostgreSQL) is the pages'.
 """
 
 import logging
-import re
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from annotate import service
+from annotate.api.admission import install_admission
+from annotate.api.limits import (
+    MAX_ANSWER,
+    MAX_ANSWERS,
+    MAX_COMMENT,
+    QUESTION_SCHEMA,
+    TEXT_RULE,
+    USER,
+    BodyLimit,
+    Id,
+    Question,
+    Text,
+)
 from annotate.api.problems import MEDIA_TYPE, ApiProblem, body, documented
 from annotate.idempotency import MAX_KEY
 from annotate.service import (
@@ -45,7 +63,6 @@ from annotate.service import (
 log = logging.getLogger("dst_judge.api")
 PREFIX = "/api/v1"
 MAX_ID = 2**31 - 1  # ids are 32-bit integers in the store
-MAX_TEXT = 20_000  # characters of an answer or a comment
 # what each export's file is, by its suffix (several files come zipped)
 MEDIA = {
     ".csv": "text/csv; charset=utf-8",
@@ -58,7 +75,10 @@ MEDIA = {
     ".parquet": "application/vnd.apache.parquet",
 }
 OTHER_MEDIA = "application/octet-stream"  # a file of any other suffix
-_CONTROL = re.compile(r"[\x00]")  # NUL: no database stores it in text
+UNAVAILABLE = (
+    "the database did not answer; a vote sent now may or may not be stored: send it again with the same "
+    "Idempotency-Key, which stores it once"
+)
 
 
 class StudyOut(BaseModel):
@@ -102,10 +122,13 @@ class NextOut(BaseModel):
 
 
 class VoteIn(BaseModel):
-    answers: dict[str, Annotated[str, Field(max_length=MAX_TEXT)]] = Field(
-        min_length=1, description="question name -> answer (one of the question's answers, or text)"
+    answers: dict[Question, Text(MAX_ANSWER)] = Field(
+        min_length=1,
+        max_length=MAX_ANSWERS,
+        description=f"question name -> answer (one of the question's answers, or text); {TEXT_RULE} in either",
+        json_schema_extra={"propertyNames": QUESTION_SCHEMA},
     )
-    comment: str = Field(default="", max_length=MAX_TEXT)
+    comment: Text(MAX_COMMENT) = Field(default="", description=f"a comment on the item; {TEXT_RULE}")
     seconds: float | None = Field(default=None, ge=0, le=86_400, description="time spent on the item")
 
 
@@ -120,13 +143,18 @@ class VoteOut(BaseModel):
 
 def create_app(engine: Engine | None = None) -> FastAPI:
     """The API on ``engine`` (default: the app's database, ``DST_JUDGE_DB``)."""
-    app = FastAPI(
+    # Swagger UI at /api/v1/docs from the API's own files (fastapi-offline ships them): FastAPI's page would
+    # load them from a CDN, and be blank offline.  No validator badge (an image from validator.swagger.io).
+    app = FastAPIOffline(
         title="DST Judge API",
         version="1",
         description="Scripts, notebooks and automatic judges annotate through the same assignment and store as people.",
         openapi_url=f"{PREFIX}/openapi.json",
         docs_url=f"{PREFIX}/docs",
         redoc_url=None,
+        static_url=f"{PREFIX}/docs/static",
+        swagger_ui_oauth2_redirect_url=f"{PREFIX}/docs/oauth2-redirect",
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.engine = engine
     bearer = HTTPBearer(auto_error=False, description="an API token (python -m annotate token add NAME)")
@@ -136,16 +164,29 @@ def create_app(engine: Engine | None = None) -> FastAPI:
             app.state.engine = service.open_engine()
         return app.state.engine
 
-    def caller(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]):
-        if credentials is None or credentials.scheme.lower() != "bearer":
+    def authenticate(authorization: str | None):
+        """The caller an ``Authorization`` header names, else ApiProblem (401; 503 when the database
+        does not answer): the route's dependency, and ``BodyLimit`` before a body is read."""
+        scheme, token = get_authorization_scheme_param(authorization)
+        if not authorization or scheme.lower() != "bearer" or not token:
             raise ApiProblem(401, "unauthorized", "send an API token: Authorization: Bearer <token>", _challenge())
-        user = service.token_user(the_engine(), credentials.credentials)
+        try:
+            user = service.token_user(the_engine(), token)
+        except (OperationalError, DBAPIError) as err:  # BodyLimit runs outside the exception handlers
+            log.warning("database error checking a token: %s", str(err).splitlines()[0])
+            raise ApiProblem(503, "database-unavailable", UNAVAILABLE, {"Retry-After": "5"}) from None
         if user is None:
             raise ApiProblem(401, "unauthorized", "this API token is unknown or revoked", _challenge())
         return user
 
+    def caller(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]):
+        checked = request.scope.get("state", {}).get(USER)  # BodyLimit checked it before the body
+        return checked if checked is not None else authenticate(request.headers.get("authorization"))
+
+    app.add_middleware(BodyLimit, authenticate=authenticate)
+    install_admission(app, PREFIX)  # outermost: a bounded line before any work, 503 busy past it (issue 37)
     Caller = Annotated[object, Depends(caller)]
-    StudyRef = Annotated[str, Path(min_length=1, max_length=200, description="the study's id or name")]
+    StudyRef = Annotated[Text(200, min_length=1), Path(description=f"the study's id (ASCII digits) or its name; {TEXT_RULE}")]
 
     def study_id(user, study: str) -> int:
         return service.api_study(the_engine(), user, study)
@@ -173,28 +214,24 @@ def create_app(engine: Engine | None = None) -> FastAPI:
     @app.post(
         f"{PREFIX}/studies/{{study}}/items/{{item}}/votes",
         response_model=VoteOut,
-        responses=documented(401, 403, 404, 409, 422, 503),
+        responses=documented(401, 403, 404, 409, 413, 422, 503),
         tags=["annotate"],
     )
     def vote(
         user: Caller,
         study: StudyRef,
-        item: Annotated[int, Path(ge=1, le=MAX_ID)],
+        item: Annotated[Id, Path(description="the item's id (ASCII digits)")],
         judgement: VoteIn,
         idempotency_key: Annotated[
-            str | None,
+            Text(MAX_KEY) | None,
             Header(
                 alias="Idempotency-Key",
-                max_length=MAX_KEY,
-                description="a key of the client's own: a POST retried with it stores nothing twice",
+                description=f"a key of the client's own: a POST retried with it stores nothing twice; {TEXT_RULE}",
             ),
         ] = None,
     ) -> VoteOut:
         """One judgement on an item the caller was given: the answers checked and stored as the page
         stores them (never on another item, never past k)."""
-        texts = [*judgement.answers, *judgement.answers.values(), judgement.comment, idempotency_key or ""]
-        if any(_CONTROL.search(t) for t in texts):
-            raise ApiProblem(422, "invalid-answer", "answers, comments and keys cannot contain NUL characters")
         stored = service.api_vote(
             the_engine(),
             user,
@@ -235,7 +272,9 @@ def create_app(engine: Engine | None = None) -> FastAPI:
     def export(
         user: Caller,
         study: StudyRef,
-        fmt: Annotated[str, Query(alias="format", min_length=1, max_length=40, description="an export format (the app's names)")],
+        fmt: Annotated[
+            Text(40, min_length=1), Query(alias="format", description=f"an export format (the app's names); {TEXT_RULE}")
+        ],
     ) -> Response:
         """An export of the study in one of its formats (admins), recorded as exported."""
         from exports.formats import FORMATS
@@ -274,6 +313,13 @@ def _plain(value):
     return asdict(value) if is_dataclass(value) else value
 
 
+def _shown(part) -> str:
+    """A place in a request (a field, an answer's key) as the problem shows it: an unpaired surrogate
+    escaped (it cannot be written as UTF-8: the answer would fail), a long key cut."""
+    text = str(part).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
 def _problem(request: Request, status: int, name: str, detail: str, headers: dict | None = None, errors=None) -> JSONResponse:
     return JSONResponse(body(status, name, detail, request.url.path, errors), status, headers=headers, media_type=MEDIA_TYPE)
 
@@ -287,7 +333,7 @@ def _install_problems(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, err: RequestValidationError):
-        errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in err.errors()]
+        errors = [{"loc": [_shown(p) for p in e.get("loc", ())], "msg": str(e.get("msg", ""))} for e in err.errors()]
         detail = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors) or "the request is not valid"
         return _problem(request, 422, "invalid-request", detail, errors=errors)
 
@@ -330,13 +376,7 @@ def _install_problems(app: FastAPI) -> None:
     @app.exception_handler(DBAPIError)
     def _database(request: Request, err: Exception):
         log.warning("database error on %s: %s", request.url.path, str(err).splitlines()[0])
-        return _problem(
-            request,
-            503,
-            "database-unavailable",
-            "the database did not answer; nothing was stored by this request: try again",
-            {"Retry-After": "5"},
-        )
+        return _problem(request, 503, "database-unavailable", UNAVAILABLE, {"Retry-After": "5"})
 
     @app.exception_handler(Exception)
     def _unexpected(request: Request, err: Exception):

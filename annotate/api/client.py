@@ -74,8 +74,13 @@ def _problem(err: urllib.error.HTTPError) -> str:
 
 
 def study_of(api: Api, study: str) -> dict:
+    """The study ``study`` names, by the API's rule (``formats.references.reference``): its id when
+    ASCII digits, else its name."""
+    from formats.references import reference
+
+    wanted = reference(study)
     for found in api.call("GET", "/studies"):
-        if found["name"] == study or str(found["id"]) == study:
+        if (found["id"] if isinstance(wanted, int) else found["name"]) == wanted:
             return found
     raise ClientError(f"no study {study!r} open to this token")
 

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from formats.dialogue import Dialogue
 from formats.tidy import VoteTable
-from metrics.analysis import AnalysisSettings, Progress, gold_answers, votes_summary
+
+if TYPE_CHECKING:  # the kinds are known without the statistics: analyse() imports them (issue 36)
+    from metrics.analysis import AnalysisSettings, Progress
 
 BINARY = ("1", "0")
 
@@ -103,6 +106,8 @@ def analyse(
     ``rating_votes`` (default ``votes``): the votes the kind's summary and the design's estimates rate
     the dialogues with (``annotate.study_data``: each dialogue's fixed part, issue 26); agreement and
     majority labels always take ``votes``."""
+    from metrics.analysis import gold_answers, votes_summary
+
     report = progress or (lambda fraction, text: None)
     report(0.1, "agreement")
     result = {"kind": kind.name, **votes_summary(votes, settings, gold=gold_answers(items), categories=categories)}

@@ -12,7 +12,6 @@ from __future__ import annotations
 from annotate.kinds.base import ItemDraft, Kind, StudyError, register
 from formats import ReaderError, coco_eval, detect_format, expand_paths, trade_dials
 from formats.errors import read_text
-from metrics.analysis import coco_summary
 
 QUESTIONS = (
     {
@@ -87,6 +86,8 @@ def build_items(paths: list, variant: str | None = None) -> list[ItemDraft]:
 
 
 def summarise(votes, _dialogues, settings, _condition, _progress) -> dict:
+    from metrics.analysis import coco_summary  # the statistics, when a study is analysed (issue 36)
+
     return {"coco": coco_summary(votes, settings.tie)}
 
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from annotate.kinds.base import ItemDraft, Kind, register
 from formats import ReaderError, expand_paths, read_file_detected, trade_dials
 from formats.dialogue import Dialogue, Turn
-from metrics.analysis import metrics_summary
-from metrics.diff import TurnDifference, first_error_turn, format_state, turn_differences
+
+if TYPE_CHECKING:  # numpy and the statistics: imported by the functions that use them (issue 36)
+    from metrics.diff import TurnDifference
 
 QUESTIONS = (
     {
@@ -114,6 +116,8 @@ def dialogues(items) -> dict[str, list[Dialogue]]:
 
 
 def summarise(votes, by_condition, settings, condition, progress) -> dict:
+    from metrics.analysis import metrics_summary
+
     return metrics_summary(by_condition, votes, settings, condition=condition, progress=progress)
 
 
@@ -167,6 +171,8 @@ def _slots(triplets) -> list[str]:
 
 def satisfaction_view(payload: dict) -> tuple[list[SatisfactionTurn], int | None]:
     """Turns with their differences, and the turn where the first error entered."""
+    from metrics.diff import first_error_turn, format_state, turn_differences
+
     gold = [_state(t["gold"]) for t in payload["turns"]]
     pred = [_state(t["pred"]) for t in payload["turns"]]
     differences: list[TurnDifference] = turn_differences(gold, pred)

@@ -16,7 +16,6 @@ from annotate.kinds.base import ItemDraft, Kind, register
 from formats import ReaderError, dstc
 from formats.dstc import TRANSCRIPTION_STATUSES
 from formats.tidy import VoteTable, votes_from_rows
-from metrics.analysis import agreement_all
 
 
 def act_type(question: str) -> str | None:
@@ -41,6 +40,8 @@ def by_act_type(votes: VoteTable) -> VoteTable:
 
 def summarise(votes, _dialogues, settings, _condition, _progress) -> dict:
     """Agreement per act type (the generic one would be per act string)."""
+    from metrics.analysis import agreement_all  # the statistics, when a study is analysed (issue 36)
+
     regrouped = by_act_type(votes)
     if not regrouped.votes:
         return {}

@@ -10,7 +10,16 @@ import streamlit as st
 from annotate import service
 from annotate.allocation import QUESTIONS, judgements_total
 from annotate.kinds import KINDS
-from annotate.pages.context import app_engine, guard, public_base_url, require_admin_page, scroll_to_top, show_refusal
+from annotate.pages.context import (
+    app_engine,
+    guard,
+    keep_study_in_url,
+    public_base_url,
+    require_admin_page,
+    scroll_to_top,
+    show_refusal,
+    study_in_url,
+)
 from annotate.pages.tables import show_table
 from annotate.reports import allocation_line
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
@@ -24,12 +33,14 @@ def _study_picker(label: str = "Study", key: str = "admin-study"):
     if not studies:
         st.info("No study yet: create one on the Studies page.")
         return None
-    remembered = st.session_state.get("admin-chosen-study")
-    index = next((i for i, s in enumerate(studies) if s.id == remembered), 0)
+    # The study in the address (?study=NAME: a link, a reload, a new tab) comes first, then this session's (issue 38).
+    remembered = study_in_url(studies, st.session_state.get("admin-chosen-study"))
+    index = 0 if key in st.session_state else next((i for i, s in enumerate(studies) if s.id == remembered), 0)
     chosen = st.selectbox(label, studies, index=index, format_func=lambda s: f"{s.name} ({s.kind}, {s.items} items)", key=key)
     # A keyed box hands back the summary as it was when chosen (archived, overlap of then): this run's instead.
     chosen = next((s for s in studies if s.id == chosen.id), chosen)
     st.session_state["admin-chosen-study"] = chosen.id
+    keep_study_in_url(chosen)
     return chosen
 
 
@@ -497,7 +508,10 @@ def _people(engine, user) -> None:
         name = st.text_input("Name", key="reset-name")
         password = st.text_input("New password", type="password", key="reset-password")
         if st.form_submit_button("Reset password"):
-            guard(lambda: service.reset_password(engine, user, name, password), "Password reset; their sessions ended.")
+            guard(
+                lambda: service.reset_password(engine, user, name, password),
+                "Password reset; their sessions ended and their API tokens revoked.",
+            )
     with table:
         show_table([asdict(a) for a in service.list_annotators(engine, user)], "annotators")
 
@@ -507,11 +521,12 @@ API_PORT = 8600  # ``python -m annotate serve``'s default --api-port
 
 def _api_address() -> str:
     """Where the HTTP API answers: this page's host, the API's port (``serve`` sets DST_JUDGE_API_PORT)."""
-    import os
     from urllib.parse import urlsplit
 
+    from formats.settings import settings
+
     host = urlsplit(public_base_url()).hostname or "localhost"
-    port = os.environ.get("DST_JUDGE_API_PORT", "").strip() or str(API_PORT)
+    port = settings().api_port
     return f"http://{f'[{host}]' if ':' in host else host}:{port}/api/v1"
 
 
@@ -521,7 +536,7 @@ def _api_tokens(engine, user) -> None:
     api = _api_address()
     # The address comes from the browser's Host: shown in a code block, never as Markdown.
     st.caption(
-        "The HTTP API (started by `python -m annotate serve`; its OpenAPI document at "
+        "The HTTP API (started by `dst-judge serve`; its OpenAPI document at "
         "/api/v1/openapi.json). A token acts as its annotator, with their role; a judge's loop starts with:"
     )
     st.code(f'curl -H "Authorization: Bearer $TOKEN" {api}/studies/STUDY/next', language="bash")
@@ -670,7 +685,8 @@ def _competence_section(engine, user, study) -> None:
         return
     st.subheader("Annotator competence (Dawid-Skene)")
     st.caption(
-        "Dawid & Skene (1979) through crowd-kit, on every vote: competence is the probability of answering "
+        "Dawid & Skene (1979), fitted by the project's own EM (checked against crowd-kit in the tests), "
+        "on every vote: competence is the probability of answering "
         "correctly (on the question where it is lowest), with its 95% percentile bootstrap interval over items; "
         "the spammer score (Raykar & Yu 2012) is 0 when the "
         f"answers do not depend on the item, 1 for a perfect annotator. 'near chance': a score ≤ {SPAMMER_SCORE:g} "

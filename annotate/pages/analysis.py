@@ -8,7 +8,6 @@ without Streamlit's own export, with a spreadsheet-safe CSV download).
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import altair as alt
@@ -22,6 +21,7 @@ from annotate.pages import tables
 from annotate.pages.admin import _study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from exports.charts import agreement_chart, annotator_chart, annotator_rows, forest_chart, metric_rating_chart, r_lambda_chart
+from formats.settings import settings
 from metrics import present
 from metrics.analysis import AnalysisSettings
 from metrics.comparisons import ADJUSTMENTS, FAMILIES
@@ -203,7 +203,7 @@ def _wait_seconds() -> float:
     """How long the page waits for an analysis before it shows a progress bar (and the analysis of
     fewer votes, if there is one) instead: ``DST_JUDGE_ANALYSIS_WAIT``, 0.5 s by default."""
     try:
-        return max(0.0, float(os.environ.get("DST_JUDGE_ANALYSIS_WAIT", "0.5")))
+        return max(0.0, settings().analysis_wait)
     except ValueError:
         return 0.5
 

@@ -15,7 +15,7 @@ from annotate.auth import PermissionDenied, StudyClosed
 from annotate.kinds import KINDS
 from annotate.loop import NotLoggedIn
 from annotate.pages import join, outage
-from annotate.pages.context import app_engine, require_user, scroll_to_top, show_refusal
+from annotate.pages.context import app_engine, keep_study_in_url, require_user, scroll_to_top, show_refusal, study_in_url
 from annotate.pages.views import VIEWS, ItemContext
 from annotate.service import StudySummary
 from annotate.store.db import unreachable
@@ -38,7 +38,14 @@ def render() -> None:
         study = studies[0]
         st.caption(study.name)
     else:
-        study = st.selectbox("Study", studies, format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}", key="study-choice")
+        study = st.selectbox(
+            "Study",
+            studies,
+            index=_first_choice(engine, user, studies),
+            format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}",
+            key="study-choice",
+        )
+        keep_study_in_url(study)  # a reload, a copied link, a new tab: this study (issue 38)
     if st.session_state.get("annotating-study") != study.id:  # a switch (or a new visit): free the other studies' items
         service.release_places(engine, user, keep_study=study.id)
         for key in [k for k in st.session_state if isinstance(k, str) and k.startswith("screen-")]:
@@ -48,6 +55,19 @@ def render() -> None:
     with st.sidebar.expander("Guideline", icon=":material/menu_book:"):  # beside the item, never pushing it down
         st.text(study.guideline or "No guideline was given for this study.")
     item_panel(study)
+
+
+def _first_choice(engine, user, studies: list[StudySummary]) -> int:
+    """Where the Study box starts when it has no choice of its own (a reload, a new tab, a new login, a
+    return from another page): the study in the address, else the one this session was in, else the one
+    the person was last working in (their held item's), else the first (issue 38: not the first study,
+    perhaps finished, while their item waits in another)."""
+    if "study-choice" in st.session_state:
+        return 0  # the box keeps its own choice
+    chosen = study_in_url(
+        studies, st.session_state.get("annotating-study"), lambda: service.last_study(engine, user, [s.id for s in studies])
+    )
+    return next((i for i, s in enumerate(studies) if s.id == chosen), 0)
 
 
 def _rerun_item() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import re
 
 import streamlit as st
@@ -20,12 +19,13 @@ from annotate.sessions import COOKIE_NAME, SESSION_HOURS
 from annotate.store import servers
 from annotate.store.db import database_url, get_engine
 from annotate.store.models import Annotator
+from formats.settings import settings
 
 
 def configured_url() -> str:
     """The database URL: DST_JUDGE_DB from the environment, else from Streamlit secrets
     (``.streamlit/secrets.toml``, never committed), else the embedded SQLite file."""
-    url = os.environ.get("DST_JUDGE_DB")
+    url = settings().db
     if not url:
         try:
             url = st.secrets.get("DST_JUDGE_DB")
@@ -101,7 +101,7 @@ def public_base_url() -> str:
     a proxy), else the scheme and host the admin's browser used, with the server's base path."""
     from urllib.parse import urlsplit
 
-    configured = os.environ.get("DST_JUDGE_PUBLIC_URL", "").strip()
+    configured = settings().public_url
     if configured:
         return configured.rstrip("/")
     parts = urlsplit(st.context.url or "http://localhost:8501")
@@ -109,11 +109,14 @@ def public_base_url() -> str:
     return f"{parts.scheme}://{parts.netloc}" + (f"/{base_path}" if base_path else "")
 
 
-def remember_login(token: str, device: str | None = None) -> None:
-    """Keep the session token (and the browser's new device cookie, annotate.sessions) for sync_cookie."""
+def remember_login(token: str, device: str | None = None, crowd: str | None = None) -> None:
+    """Keep the session token (and the browser's new device cookie, annotate.sessions, or crowd cookie,
+    annotate.crowd) for sync_cookie."""
     st.session_state["token"] = token
     if device:
         st.session_state["device_cookie"] = device
+    if crowd:
+        st.session_state["crowd_cookie"] = crowd
     st.session_state.pop("logged_out", None)
     st.session_state["cookie_action"] = "set"
 
@@ -137,9 +140,11 @@ def sync_cookie() -> None:
     A script of ours writes ``document.cookie``; the token is a URL-safe random string,
     so it needs no escaping.  The cookie is SameSite=Strict, ``Secure`` when the page came over
     HTTPS (annotate.proxy.is_https), and expires with the server-side session; after a login the
-    device cookie (annotate.sessions) is written too, and logout leaves it.
+    device cookie (annotate.sessions) is written too, after a crowd join the crowd cookie
+    (annotate.crowd), and logout leaves both.
     """
     from annotate import proxy
+    from annotate.crowd import CROWD_COOKIE_NAME
     from annotate.sessions import DEVICE_COOKIE_NAME, DEVICE_DAYS, cookie_string
 
     action = st.session_state.pop("cookie_action", None)
@@ -152,6 +157,9 @@ def sync_cookie() -> None:
         device = st.session_state.get("device_cookie")
         if device:  # kept on logout: the browser stays known (annotate.sessions, login throttling)
             cookies.append(cookie_string(DEVICE_COOKIE_NAME, device, DEVICE_DAYS * 86400, secure=secure))
+        crowd = st.session_state.get("crowd_cookie")
+        if crowd:  # kept on logout: the worker's browser comes back by the link (annotate.crowd)
+            cookies.append(cookie_string(CROWD_COOKIE_NAME, crowd, DEVICE_DAYS * 86400, secure=secure))
     elif action == "delete":
         cookies = [cookie_string(COOKIE_NAME, "", 0, secure=secure)]
     else:
@@ -159,6 +167,29 @@ def sync_cookie() -> None:
     # Our own fixed script; nothing from users goes into it (tokens are URL-safe random, "." and "~").
     script = " ".join(f"document.cookie = {json.dumps(cookie)};" for cookie in cookies)
     st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
+
+
+STUDY_PARAM = "study"  # ?study=NAME: the study a page shows (issue 38)
+
+
+def study_in_url(studies, fallback: int | None = None, more=None) -> int | None:
+    """The id of the study named in the address (``?study=NAME``) when it is one of ``studies``, else
+    ``fallback`` when it is one of them, else ``more()`` (asked only then: a read) when it is one."""
+    ids = {s.id for s in studies}
+    wanted = st.query_params.get(STUDY_PARAM)
+    named = next((s.id for s in studies if s.name == wanted), None) if wanted else None
+    if named is not None:
+        return named
+    if fallback in ids:
+        return fallback
+    found = more() if more is not None else None
+    return found if found in ids else None
+
+
+def keep_study_in_url(study) -> None:
+    """The address names the study shown: a reload, a copied link or a new tab opens it again."""
+    if st.query_params.get(STUDY_PARAM) != study.name:
+        st.query_params[STUDY_PARAM] = study.name
 
 
 def scroll_to_top(token: str) -> None:

@@ -1,28 +1,33 @@
 """A crowd join link (``?join=<study>&key=<secret>&PROLIFIC_PID=...``): the worker is signed in to
-that study without a password, or gets a plain refusal (see annotate.crowd)."""
+that study without a password, or gets a plain refusal (see annotate.crowd).  The browser keeps a crowd
+token per worker (cookie ``dst_judge_crowd``): a worker id that joined already signs in only the browser
+that shows its token (or, on Prolific, the link with the SESSION_ID of the first join); any other
+browser is refused, and sees nothing of that worker."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from annotate import service
-from annotate.crowd import JoinRefused
+from annotate.crowd import CROWD_COOKIE_NAME, JoinRefused
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 
 
 def join_from_link() -> None:
     """Run before anything else on every page run: a join link signs its worker in (replacing any
-    login this browser had), then the parameters leave the address bar, secret included."""
+    login this browser had), then the parameters leave the address bar, secret included.  The browser's
+    crowd cookie shows which workers joined from it; the join writes it anew (this worker's token first)."""
     if "join" not in st.query_params:
         return
+    known = st.session_state.get("crowd_cookie") or st.context.cookies.get(CROWD_COOKIE_NAME)
     try:
-        token = service.join_crowd(app_engine(), st.query_params.to_dict(), client=client_address())
+        token, cookie = service.join_crowd_browser(app_engine(), st.query_params.to_dict(), client=client_address(), device=known)
     except JoinRefused as err:
         st.title("DST Judge")
         show_refusal("This link cannot be used.", str(err))
         st.stop()
     st.query_params.clear()
-    remember_login(token)
+    remember_login(token, crowd=cookie)
     st.rerun()
 
 

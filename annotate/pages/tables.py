@@ -12,12 +12,15 @@ chart.  What a table download gives instead comes from here: the cells the table
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from exports.tables import csv_bytes
 from formats.safety import neutralise
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is drawn: the login page's import path stays without it (issue 36)
 
 
 def table_csv(frame: pd.DataFrame) -> bytes:
@@ -37,6 +40,8 @@ def show_table(data, name: str, *, download: bool = True, **dataframe_args) -> N
     "Download as CSV" button (file ``<slug of name>.csv``) unless ``download`` is off or the table is
     empty.  ``name`` must be unique on the page: it keys the button and the container, whose CSS class
     ``st-key-table-<slug>`` lets tests find both."""
+    import pandas as pd
+
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data if data is not None else [])
     with st.container(key=f"table-{slug(name)}"):
         st.dataframe(frame, hide_index=True, **dataframe_args)

@@ -1,7 +1,8 @@
 """Engines and transactions: an embedded SQLite file by default, PostgreSQL by URL.
 
-The URL comes from ``--db``, else ``DST_JUDGE_DB``, else ``sqlite:///data/dst_judge.sqlite``
-(created on first use).  A plain ``postgresql://`` URL is accepted (psycopg 3 is used).
+The URL comes from ``--db``, else ``DST_JUDGE_DB``, else an SQLite file in the per-user data folder,
+``~/.local/share/dst-judge/dst_judge.sqlite`` (``$XDG_DATA_HOME/dst-judge``; created on first use, never
+inside the installed package: ``formats.settings``).  A plain ``postgresql://`` URL is accepted (psycopg 3 is used).
 
 SQLite runs in WAL mode with a busy timeout and foreign keys on.  pysqlite's own
 transaction handling is switched off so that we emit ``BEGIN`` ourselves: write
@@ -14,7 +15,6 @@ read-then-write (``SELECT ... FOR UPDATE``).
 from __future__ import annotations
 
 import collections
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,13 +25,13 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-REPO = Path(__file__).resolve().parents[2]  # the checkout: annotate/store/db.py
-DEFAULT_SQLITE = REPO / "data" / "dst_judge.sqlite"
+from formats.settings import settings
+
 BUSY_TIMEOUT_MS = 30_000
 
 
 def database_url(url: str | None = None) -> str:
-    url = url or os.environ.get("DST_JUDGE_DB") or f"sqlite:///{DEFAULT_SQLITE}"
+    url = url or settings().database_url
     if url.startswith("postgres://"):
         url = "postgresql://" + url[len("postgres://") :]
     if url.startswith("postgresql://"):
@@ -61,7 +61,7 @@ def make_engine(url: str | None = None, *, pool_size: int = 10) -> Engine:
         _configure_sqlite(engine)
         return engine
     limits = server_timeouts()
-    return create_engine(
+    engine = create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size * 4,
@@ -69,6 +69,11 @@ def make_engine(url: str | None = None, *, pool_size: int = 10) -> Engine:
         pool_pre_ping=True,
         connect_args=limits.connect_args(),
     )
+    if parsed.get_driver_name() == "psycopg" and (limits.client or limits.connect):
+        from annotate.store.deadline import bound_answers  # psycopg only where PostgreSQL is used
+
+        bound_answers(engine, answer=limits.client or None, ping=limits.connect or limits.client or None)
+    return engine
 
 
 @dataclass(frozen=True)
@@ -83,17 +88,24 @@ class ServerTimeouts:
     - ``network`` (``DST_JUDGE_DB_NETWORK_TIMEOUT``, 15): data sent that the server's host does not
       acknowledge (TCP_USER_TIMEOUT), and an idle connection's keepalive probes (first after a third
       of it, then every sixth, three lost: dead);
-    - ``pool`` (``DST_JUDGE_DB_POOL_TIMEOUT``, 10): waiting for a free connection of the pool.
+    - ``pool`` (``DST_JUDGE_DB_POOL_TIMEOUT``, 10): waiting for a free connection of the pool;
+    - ``client`` (``DST_JUDGE_DB_CLIENT_TIMEOUT``, 35): the server's answer to one round trip (a
+      statement, a commit), kept by the client: a server that hangs (SIGSTOP) acknowledges data and
+      cannot enforce its own statement timeout, so the client closes the connection (issue 37,
+      ``annotate.store.deadline``); a pooled connection's check before use gets ``connect`` seconds.
 
     A statement under way when the network goes is thus given up after ``network`` seconds, a new
-    connection after ``connect``; the page says the database is unreachable and retries by itself
-    (``annotate/pages/outage.py``).  SQLite has only its busy timeout (``BUSY_TIMEOUT_MS``).
+    connection after ``connect``; when the server hangs, a statement under way after ``client``
+    seconds and a new request after twice ``connect``.  The page says the database is unreachable
+    and retries by itself (``annotate/pages/outage.py``).  SQLite has its busy timeout
+    (``BUSY_TIMEOUT_MS``) and the bounded wait for its writer (``DST_JUDGE_WRITE_QUEUE_WAIT``: :class:`Busy`).
     """
 
     connect: float = 5
     statement: float = 30
     network: float = 15
     pool: float = 10
+    client: float = 35
 
     def connect_args(self) -> dict:
         args: dict = {"application_name": "dst-judge"}
@@ -113,25 +125,13 @@ class ServerTimeouts:
 
 
 def server_timeouts() -> ServerTimeouts:
-    defaults = ServerTimeouts()
-
-    def seconds(name: str, default: float) -> float:
-        raw = os.environ.get(name, "").strip()
-        if not raw:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"{name}={raw!r}: give a number of seconds (0: no limit)") from None
-        if value < 0:
-            raise ValueError(f"{name}={raw!r}: give a number of seconds (0: no limit)")
-        return value
-
+    current = settings()
     return ServerTimeouts(
-        connect=seconds("DST_JUDGE_DB_CONNECT_TIMEOUT", defaults.connect),
-        statement=seconds("DST_JUDGE_DB_STATEMENT_TIMEOUT", defaults.statement),
-        network=seconds("DST_JUDGE_DB_NETWORK_TIMEOUT", defaults.network),
-        pool=seconds("DST_JUDGE_DB_POOL_TIMEOUT", defaults.pool) or 120,
+        connect=current.db_connect_timeout,
+        statement=current.db_statement_timeout,
+        network=current.db_network_timeout,
+        pool=current.db_pool_timeout or 120,
+        client=current.db_client_timeout,
     )
 
 
@@ -139,6 +139,15 @@ def server_timeouts() -> ServerTimeouts:
 # timeout above fired, the pool is exhausted, SQLite's file is locked past its busy timeout or its disk
 # is full.  Pages turn these into a message and a retry, never a traceback (annotate/pages/outage.py).
 UNREACHABLE = (exc.OperationalError, exc.InterfaceError, exc.TimeoutError)
+
+
+class Busy(exc.TimeoutError):
+    """A write refused before it began: it waited ``DST_JUDGE_WRITE_QUEUE_WAIT`` seconds for its turn at
+    SQLite's writer (:class:`_GroupWriter`) and others were still ahead.  Nothing was sent, so nothing
+    was stored: the page says "not saved" (``annotate.screen``), the API answers 503 with Retry-After."""
+
+    answer_not_sent = True  # annotate.screen.vote: "not saved", never "pending"
+    code = None  # not SQLAlchemy's pool timeout: no link to its page
 
 
 def unreachable(error: BaseException) -> bool:
@@ -210,21 +219,38 @@ class FairLock:
         self._waiters: collections.deque[threading.Lock] = collections.deque()
 
     def __enter__(self) -> FairLock:
+        self.acquire()
+        return self
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take the lock, waiting at most ``timeout`` seconds (None: as long as it takes) in line;
+        False when the time ran out first (the place in line is given up)."""
         with self._mutex:
             if not self._locked:
                 self._locked = True
-                return self
+                return True
             turn = _gate()
             self._waiters.append(turn)
-        turn.acquire()
-        return self
+        if turn.acquire(timeout=-1 if timeout is None else timeout):
+            return True
+        with self._mutex:
+            if turn in self._waiters:
+                self._waiters.remove(turn)
+                return False
+        turn.acquire()  # handed over while the time ran out: ours after all (its gate is open)
+        return True
 
     def __exit__(self, *exc) -> None:
+        self.release()
+
+    def release(self) -> bool:
+        """Pass the lock to the oldest waiter (True), or unlock it when nobody waits (False)."""
         with self._mutex:
             if self._waiters:
                 self._waiters.popleft().release()
-            else:
-                self._locked = False
+                return True
+            self._locked = False
+            return False
 
     def waiting(self) -> int:
         """How many threads are queued (a snapshot)."""
@@ -251,7 +277,10 @@ class _GroupWriter:
     each session runs in its own SAVEPOINT inside it (its error rolls back its own work only); the
     session that finds nobody queued behind it (or the ``MAX_GROUP``-th) commits the group, and
     every session of the group returns only once that COMMIT succeeded, so nothing is acknowledged
-    before it is durable, and a failed COMMIT fails every session of its group.  One COMMIT (the
+    before it is durable, and a failed COMMIT fails every session of its group.  A session waits in
+    line at most ``DST_JUDGE_WRITE_QUEUE_WAIT`` seconds (10 by default) and is then refused with
+    :class:`Busy`, nothing sent (issue 37: under overload a page says "not saved" and the API answers
+    503 rather than keeping a request 40 s in this line).  One COMMIT (the
     WAL write), one BEGIN and one connection checkout serve many judgements (issue 16); the pool
     is last-in-first-out, so that connection's page cache is usually warm.  Another process writing
     the same file waits through the busy timeout as before, at most one group long.
@@ -261,6 +290,7 @@ class _GroupWriter:
 
     def __init__(self, engine: Engine) -> None:
         self.lock = FairLock()
+        self.wait = settings().write_queue_wait or None  # seconds in line at most (None: no limit)
         self.engine = engine.execution_options(sqlite_immediate=True)
         self.connection = None  # the group's, checked out of the pool for as long as the group lasts
         self.transaction = None
@@ -269,7 +299,9 @@ class _GroupWriter:
     @contextmanager
     def session(self) -> Iterator[Session]:
         error, gate = None, None
-        with self.lock:
+        if not self.lock.acquire(self.wait):
+            raise Busy(f"the database is busy: this write waited {self.wait:g} s for its turn and was not sent")
+        try:
             if self.group is None:
                 self.connection = self.engine.connect()
                 try:
@@ -294,12 +326,27 @@ class _GroupWriter:
                 elif error is None:
                     gate = _gate()
                     group.gates.append(gate)
+        finally:
+            left_open = self.group is not None
+            handed = self.lock.release()
+        if left_open and not handed:
+            self._commit_abandoned(group)
         if gate is not None:
             gate.acquire()  # opened by the session that commits the group
         if error is None:
             error = group.error
         if error is not None:
             raise error
+
+    def _commit_abandoned(self, group: _Group) -> None:
+        """The group was left open for a session in line that gave up waiting (:class:`Busy`) before its
+        turn came: nobody else would commit it, so the session that left it open does, in line again."""
+        self.lock.acquire()
+        try:
+            if self.group is group:  # not yet committed by a session that came meanwhile
+                self._end_group()
+        finally:
+            self.lock.release()
 
     def _end_group(self) -> None:
         """COMMIT the group's transaction (under the lock) and open its sessions' gates."""

@@ -232,6 +232,9 @@ class CrowdWorker(Base):
     joined_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # completion code shown
     client: Mapped[str] = mapped_column(String(100), default="", server_default="")  # address it joined from: the limit only
+    # the key of the browser tokens that bind the worker id to the browser of its first join (annotate.crowd);
+    # empty for the workers who joined before issue 37: no browser can show a token for them
+    device_key: Mapped[str] = mapped_column(String(64), default="", server_default="")
 
 
 class ItemAudio(Base):

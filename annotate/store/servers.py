@@ -70,7 +70,7 @@ def sqlite_warning(url: str) -> str | None:
     return (
         f"This app runs on the embedded SQLite database with {count} server processes. SQLite is meant for one "
         "app server on one host (never on a network filesystem); for several servers set DST_JUDGE_DB to a "
-        "PostgreSQL database (see the README's section on deploying for many annotators)."
+        "PostgreSQL database (see docs/deployment.md, several app servers on PostgreSQL)."
     )
 
 

@@ -228,3 +228,23 @@ def test_the_analysis_computed_in_the_background_comes_in_without_a_click(browse
     page.get_by_role("heading", name="Answers").wait_for(timeout=30_000)
     assert page.get_by_text("Analysing the study as it is now").count() == 0  # current: no bar
     page.context.close()
+
+
+@pytest.mark.parametrize("served", ["server", "background_server"])
+def test_a_revisit_never_shows_less_than_the_last_visit(browser, served, request):  # noqa: F811
+    """Issue 38: an admin opens Analysis (answers shown), goes to Studies and comes back: the answers are
+    still shown, no progress bar in their place, though no vote changed."""
+    page = open_analysis(browser, request.getfixturevalue(served), STUDIES["coco"])
+    page.get_by_role("heading", name="Answers").wait_for(timeout=ANSWERS_TIMEOUT)
+    wait_idle(page, timeout=ANSWERS_TIMEOUT)
+    first = page.locator(".st-key-answers-summary").inner_text()
+    for away in ("Studies", "Progress", "Studies"):
+        page.get_by_role("link", name=away).click()
+        page.get_by_role("heading", name=away).wait_for()
+        wait_idle(page)
+        go_to_analysis(page)
+        main = page.get_by_test_id("stMain")
+        assert page.get_by_role("heading", name="Answers").count() == 1, f"after {away}: {main.inner_text()[:400]}"
+        assert page.get_by_text("Analysing the study as it is now").count() == 0, f"after {away}: a progress bar"
+        assert page.locator(".st-key-answers-summary").inner_text() == first
+    page.context.close()

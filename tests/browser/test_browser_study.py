@@ -1,6 +1,6 @@
 """Issue 12 in a real browser: a study run end to end the way a newcomer runs one.
 
-The server is started with the README's command (``python -m annotate serve``) on a fresh
+The server is started with the README's start command (``dst-judge serve``, run as ``python -m annotate serve``) on a fresh
 database; an admin creates a study by upload, two annotators judge it by keyboard in their own
 browser contexts, and the admin analyses it (twice: leaving the page and coming back) and
 downloads the report.  No page may show an error box.  Screenshots at 1400x900 go to

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from annotate import service
 from annotate.auth import add_annotator
-from annotate.demo import fixtures_dir
 from annotate.reports import study_analysis
 from annotate.store.db import write_session
 from annotate.studies import create_study
 from formats import load_dialogues
 from formats.fga_text import dialogue_text, file_name
 from metrics.analysis import AnalysisSettings
+from tests.conftest import FIXTURES
 
 SETTINGS = AnalysisSettings(resamples=20, folds=0, grid=(0.0, 2.0, 5))
 
@@ -25,7 +25,7 @@ def text_corpus(folder: Path, n: int, seed: int = 0) -> Path:
     fixtures repeated under new ids, a predicted triplet dropped here and there so that the metrics
     differ between dialogues (``bench.corpus`` does the same in FGA result JSON, without utterances)."""
     rng = random.Random(seed)
-    base = load_dialogues([fixtures_dir() / "fga_human_eval"])
+    base = load_dialogues([FIXTURES / "fga_human_eval"])
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         dialogue = base[i % len(base)]

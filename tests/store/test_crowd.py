@@ -46,7 +46,7 @@ def test_a_worker_joins_by_link_judges_the_quota_and_gets_the_completion_code(en
     other, _ = make_study(engine, fixtures, annotators=0, name="other")
     boss = admin(engine)
     settings = open_crowd(engine, boss, study.id)
-    token = service.join_crowd(engine, prolific(study.id, settings["secret"]))
+    token, cookie = service.join_crowd_browser(engine, prolific(study.id, settings["secret"]))
     worker = session_user(engine, token)
     assert worker is not None and worker.role == "worker"
     assert [s.id for s in service.list_studies(engine, worker)] == [study.id]  # that study only
@@ -58,8 +58,8 @@ def test_a_worker_joins_by_link_judges_the_quota_and_gets_the_completion_code(en
     assert service.next_item(engine, worker, study.id) is None  # the quota is reached: no third item
     status = service.crowd_status(engine, worker)
     assert (status["done"], status["finished"], status["completion_code"]) == (2, True, "C1A2B3")
-    # The same link again (a reload, another tab) is the same worker, not a new one.
-    again = session_user(engine, service.join_crowd(engine, prolific(study.id, settings["secret"])))
+    # The same link again from the same browser (a reload, another tab) is the same worker, not a new one.
+    again = session_user(engine, service.join_crowd(engine, prolific(study.id, settings["secret"]), device=cookie))
     assert again.id == worker.id
     workers = service.study_progress(engine, boss, study.id).workers
     assert [(w.platform, w.worker_id, w.platform_session, w.done, w.finished) for w in workers] == [
@@ -191,18 +191,22 @@ def test_the_301st_worker_is_refused_at_the_links_300_places_and_nothing_is_made
     study, _ = make_study(engine, fixtures, annotators=0)
     boss = admin(engine)
     secret = open_crowd(engine, boss, study.id, places=300)["secret"]
+    browsers = {}
     for i in range(300):  # each from its own address: the per-client limit is not what stops them
-        service.join_crowd(
+        browsers[i] = service.join_crowd_browser(
             engine, generic(study.id, secret, f"w{i}"), client=f"10.1.{i // 200}.{i % 200}", now=T0 + timedelta(seconds=i)
-        )
+        )[1]
     assert crowd_count(engine) == (300, 300, 300)
     with pytest.raises(crowd.JoinRefused, match="no places left") as refused:
         service.join_crowd(engine, generic(study.id, secret, "w300"), client="10.9.9.9", now=T0 + timedelta(seconds=301))
     assert secret not in str(refused.value)
     assert crowd_count(engine) == (300, 300, 300)  # no account, no session
-    # a worker who joined comes back (a reload, another tab): still their place
+    # a worker who joined comes back (a reload, another tab of their browser): still their place
     again = session_user(
-        engine, service.join_crowd(engine, generic(study.id, secret, "w7"), client="10.9.9.9", now=T0 + timedelta(seconds=302))
+        engine,
+        service.join_crowd(
+            engine, generic(study.id, secret, "w7"), client="10.9.9.9", device=browsers[7], now=T0 + timedelta(seconds=302)
+        ),
     )
     assert again.name == f"generic:w7@{study.id}"
     assert crowd_count(engine)[:2] == (300, 300)
@@ -256,17 +260,19 @@ def test_new_workers_from_one_client_are_rate_limited_across_servers(engine, db_
     other_server = make_engine(db_url)  # a second app server: the count is in the database
     try:
         servers = [engine, other_server]
-        for i in range(crowd.JOINS_PER_CLIENT):
-            service.join_crowd(
+        browsers = [
+            service.join_crowd_browser(
                 servers[i % 2], generic(study.id, secret, f"w{i}"), client="203.0.113.5", now=T0 + timedelta(seconds=i)
-            )
+            )[1]
+            for i in range(crowd.JOINS_PER_CLIENT)
+        ]
         late = T0 + timedelta(seconds=30)
         with pytest.raises(crowd.JoinRefused, match="Too many new workers") as refused:
             service.join_crowd(other_server, generic(study.id, secret, "w-next"), client="203.0.113.5", now=late)
         assert "try again" in str(refused.value)
         assert crowd_count(engine)[:2] == (crowd.JOINS_PER_CLIENT, crowd.JOINS_PER_CLIENT)
         # a worker who joined already comes back from that client; another client joins
-        service.join_crowd(engine, generic(study.id, secret, "w0"), client="203.0.113.5", now=late)
+        service.join_crowd(engine, generic(study.id, secret, "w0"), client="203.0.113.5", device=browsers[0], now=late)
         service.join_crowd(engine, generic(study.id, secret, "w-elsewhere"), client="198.51.100.7", now=late)
         # once the window has passed, that client may bring a new worker again
         service.join_crowd(
@@ -313,3 +319,99 @@ def test_the_admin_sees_joins_per_minute(engine, fixtures):
     assert len(stats.per_minute_series) == 10
     with pytest.raises(PermissionDenied):
         service.crowd_joins(engine, log_in_annotator(engine), study.id)
+
+
+# --- issue 37, item 2: a worker id is bound to the browser of its first join (and Prolific's session) ---
+
+
+def test_a_second_browser_claiming_a_worker_id_is_refused_and_changes_nothing(engine, fixtures):
+    """The attack of issue 37: another browser opens the link with ``worker=alice``.  Refused, whatever
+    it shows (no cookie, a forged token, another worker's token, the generic ``session=``); alice's own
+    browser comes back."""
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=10)["secret"]
+    link = {**generic(study.id, secret, "alice"), "session": "s-1"}
+    token, alices_browser = service.join_crowd_browser(engine, link, client="10.7.0.1")
+    alice = session_user(engine, token)
+    item = judge(engine, alice, study.id, "1")
+    _, bobs_browser = service.join_crowd_browser(engine, generic(study.id, secret, "bob"), client="10.7.0.2")
+    before = (crowd_count(engine), _events(engine))
+    forged = alices_browser.split(".")[0] + ".AAAAAAAAAAAA." + "A" * 43
+    for device in (None, "", "garbage", forged, bobs_browser, alices_browser[:-1] + ("x" if alices_browser[-1] != "x" else "y")):
+        with pytest.raises(crowd.JoinRefused, match="in another browser") as refused:
+            service.join_crowd_browser(engine, link, client="10.7.0.9", device=device)
+        assert secret not in str(refused.value) and "alice" not in str(refused.value)
+    assert (crowd_count(engine), _events(engine)) == before  # no account, no session, no vote
+    # alice's browser: a reload, a new tab, a later visit (its cookie holds bob's token too: a shared computer)
+    shared = alices_browser + "~" + bobs_browser
+    for device in (alices_browser, shared):
+        again, cookie = service.join_crowd_browser(engine, link, client="10.7.0.1", device=device)
+        assert session_user(engine, again).id == alice.id
+        assert cookie.count("~") == device.count("~")  # a fresh token for alice, the others kept
+    assert [e.item_id for e in service.history(engine, alice, study.id)] == [item.id]
+
+
+def test_a_crowd_token_ends_with_the_device_days_and_is_bound_to_its_study(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    other, _ = make_study(engine, fixtures, annotators=0, name="other")
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=10)["secret"]
+    other_secret = open_crowd(engine, boss, other.id, places=10)["secret"]
+    _, browser = service.join_crowd_browser(engine, generic(study.id, secret, "carol"), now=T0)
+    service.join_crowd(engine, generic(study.id, secret, "carol"), device=browser, now=T0 + timedelta(days=29))
+    with pytest.raises(crowd.JoinRefused, match="in another browser"):
+        service.join_crowd(engine, generic(study.id, secret, "carol"), device=browser, now=T0 + timedelta(days=31))
+    # the same worker id on another study is another worker: the first study's token does not open it
+    _, elsewhere = service.join_crowd_browser(engine, generic(other.id, other_secret, "carol"), now=T0)
+    with pytest.raises(crowd.JoinRefused, match="in another browser"):
+        service.join_crowd(engine, generic(other.id, other_secret, "carol"), device=browser, now=T0 + timedelta(days=1))
+    service.join_crowd(engine, generic(other.id, other_secret, "carol"), device=elsewhere, now=T0 + timedelta(days=1))
+
+
+def test_on_prolific_the_session_id_of_the_first_join_brings_the_worker_back_in_any_browser(engine, fixtures):
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=10)["secret"]
+    token, browser = service.join_crowd_browser(engine, prolific(study.id, secret, session_id="sess-first"))
+    worker = session_user(engine, token)
+    # a private window, another device: the link Prolific gave that participant (the same SESSION_ID)
+    again, other_browser = service.join_crowd_browser(engine, prolific(study.id, secret, session_id="sess-first"))
+    assert session_user(engine, again).id == worker.id
+    service.join_crowd(engine, prolific(study.id, secret, session_id="sess-other"), device=other_browser)  # its token now
+    # someone who knows the Prolific id but not that session: refused, in any browser without a token
+    for session_id in ("sess-other", ""):
+        with pytest.raises(crowd.JoinRefused, match="in another browser"):
+            service.join_crowd(engine, prolific(study.id, secret, session_id=session_id))
+    # the first browser, with a later session of the same worker: its token is proof enough
+    assert session_user(engine, service.join_crowd(engine, prolific(study.id, secret, session_id="s-3"), device=browser)).id == (
+        worker.id
+    )
+    assert crowd_count(engine)[:2] == (1, 1)
+
+
+def test_a_worker_who_joined_before_the_binding_comes_back_only_by_prolifics_session(engine, fixtures):
+    """Rows made before issue 37 have no key: no browser can show a token for them, so a link without
+    the first SESSION_ID is refused; Prolific's SESSION_ID binds them from then on."""
+    from sqlalchemy import update
+
+    study, _ = make_study(engine, fixtures, annotators=0)
+    boss = admin(engine)
+    secret = open_crowd(engine, boss, study.id, places=10)["secret"]
+    _, old_generic = service.join_crowd_browser(engine, generic(study.id, secret, "dave"))
+    service.join_crowd(engine, prolific(study.id, secret, session_id="sess-dan"))
+    with write_session(engine) as session:
+        session.execute(update(CrowdWorker).values(device_key=""))
+    with pytest.raises(crowd.JoinRefused, match="in another browser"):
+        service.join_crowd(engine, generic(study.id, secret, "dave"), device=old_generic)
+    token, bound = service.join_crowd_browser(engine, prolific(study.id, secret, session_id="sess-dan"))
+    with read_session(engine) as session:
+        assert session.scalar(select(CrowdWorker.device_key).where(CrowdWorker.annotator_id == session_user(engine, token).id))
+    service.join_crowd(engine, prolific(study.id, secret, session_id="later"), device=bound)
+
+
+def _events(engine):
+    from annotate.store.models import VoteEvent
+
+    with read_session(engine) as session:
+        return session.scalar(select(func.count()).select_from(VoteEvent))

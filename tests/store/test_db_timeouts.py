@@ -160,13 +160,14 @@ def test_an_answer_sent_during_an_outage_is_settled_when_the_database_is_back(fi
         pg.close()
 
 
-def test_the_default_database_is_in_the_checkouts_data_folder(monkeypatch):
-    """The embedded SQLite file the README start command uses: ``data/dst_judge.sqlite`` of the checkout,
-    wherever the engine module lives (issue 25 moved it to annotate/store/)."""
-    from pathlib import Path
-
+def test_the_default_database_is_in_the_per_user_data_folder(monkeypatch, tmp_path):
+    """The embedded SQLite file the README start command uses: ``dst-judge/dst_judge.sqlite`` in the per-user
+    data folder (``XDG_DATA_HOME``, else ``~/.local/share``), never inside the checkout or installed package."""
     from annotate.store.db import database_url
 
     monkeypatch.delenv("DST_JUDGE_DB", raising=False)
-    checkout = Path(__file__).resolve().parents[2]
-    assert database_url() == f"sqlite:///{checkout / 'data' / 'dst_judge.sqlite'}"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert database_url() == f"sqlite:///{tmp_path / 'dst-judge' / 'dst_judge.sqlite'}"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert database_url() == f"sqlite:///{tmp_path / 'home' / '.local' / 'share' / 'dst-judge' / 'dst_judge.sqlite'}"

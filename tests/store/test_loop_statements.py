@@ -7,7 +7,7 @@ item fragment runs once and shows that screen (``annotate.screen.current``: no r
 item already on the screen (typing a comment, opening the go-back list's box) reads once.  Sessions are
 connection checkouts; statements are what reaches the database (SQLite: every statement its trace
 callback sees, the driver-level prepared ones included, minus BEGIN / SAVEPOINT / RELEASE / COMMIT;
-PostgreSQL: every cursor execute, minus the same).  README (*The annotator's loop*) has the numbers.
+PostgreSQL: every cursor execute, minus the same).  docs/architecture.md (*The store*) states the bound.
 """
 
 from __future__ import annotations

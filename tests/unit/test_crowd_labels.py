@@ -9,7 +9,7 @@ import pytest
 
 from formats.tidy import Vote, votes_from_rows
 from metrics.aggregate import majority_labels, unit_table
-from metrics.crowd import competences, dawid_skene, em_batch, spammer_score, spammer_scores
+from metrics.crowd import competences, dawid_skene, em_batch, em_fit, spammer_score, spammer_scores
 
 # crowd-kit's tests/aggregation/test_ds_aggregation.py (Toloka/crowd-kit, commit 35f0661): the `data`
 # fixture (5 tasks, 5 workers; w3 did not answer t1) and the values after one EM step
@@ -204,3 +204,149 @@ def test_answers_nobody_gave_do_not_lift_the_spammer_score():
     plain = dawid_skene(votes, "q")
     declared = dawid_skene(votes, "q", categories=("good", "bad", "noise", "empty", "other"))
     assert [round(a.spammer_score, 9) for a in plain.annotators] == [round(a.spammer_score, 9) for a in declared.annotators]
+
+
+# The project's own EM (metrics.crowd.em_fit) against crowd-kit's DawidSkene, which is a test dependency
+# only (requirements-dev.txt): same labels, same number of steps, probabilities and error matrices to 1e-8
+# (crowd-kit floors its returned probabilities and priors at 1e-10; the two differ by rounding otherwise).
+TIGHT = 1e-8
+
+
+def _crowdkit(annotator, unit, answer, k, n_iter=100, tol=1e-5):
+    """crowd-kit's DawidSkene on the same votes, as arrays: posteriors units × K, priors K, errors
+    annotators × K (answer) × K (true; 0 for an answer never given), number of steps, labels."""
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    model = DawidSkene(n_iter=n_iter, tol=tol).fit(pd.DataFrame({"task": unit, "worker": annotator, "label": answer}))
+    n_units, n_annotators = unit.max() + 1, annotator.max() + 1
+    probas = model.probas_.reindex(index=range(n_units), columns=range(k)).to_numpy(float)
+    priors = model.priors_.reindex(range(k)).to_numpy(float)
+    errors = np.zeros((n_annotators, k, k))
+    for (worker, given), row in model.errors_.iterrows():
+        errors[worker, given] = row.reindex(range(k)).to_numpy(float)
+    labels = model.labels_.reindex(range(n_units)).to_numpy(int)
+    return probas, priors, errors, len(model.loss_history_), labels, np.array(model.loss_history_)
+
+
+def _assert_same_fit(annotator, unit, answer, k, n_iter=100, tol=1e-5):
+    fit = em_fit(annotator, unit, answer, (annotator.max() + 1, unit.max() + 1, k), n_iter=n_iter, tol=tol)
+    probas, priors, errors, iterations, labels, losses = _crowdkit(annotator, unit, answer, k, n_iter, tol)
+    assert fit.iterations == iterations
+    assert np.array(fit.loss_history) == pytest.approx(losses, abs=1e-10)
+    top = np.sort(fit.posterior, axis=1)
+    clear = top[:, -1] - top[:, -2] > 1e-6  # crowd-kit takes the first class on a tie; dawid_skene gives none
+    assert clear.mean() > 0.9
+    assert (fit.posterior.argmax(axis=1) == labels)[clear].all()
+    assert fit.posterior == pytest.approx(probas, abs=TIGHT)
+    assert fit.priors == pytest.approx(priors, abs=TIGHT)
+    assert fit.errors == pytest.approx(errors, abs=TIGHT)
+    assert ((fit.errors == 0) == (errors == 0)).all()  # the answers an annotator never gave, and only those
+    return fit
+
+
+def _arrays(rows):
+    """(task, worker, label) rows as index arrays and the number of classes."""
+    tasks, workers, labels = (sorted(set(column)) for column in zip(*rows))
+    index = [{name: i for i, name in enumerate(names)} for names in (tasks, workers, labels)]
+    unit, annotator, answer = (np.array([index[c][row[c]] for row in rows]) for c in range(3))
+    return annotator, unit, answer, len(labels)
+
+
+@pytest.mark.parametrize("n_iter", [1, 3, 100])
+def test_the_own_em_is_crowd_kits_fit_on_its_published_example(n_iter):
+    annotator, unit, answer, k = _arrays(CROWDKIT_STEP)
+    fit = _assert_same_fit(annotator, unit, answer, k, n_iter=n_iter)
+    if n_iter == 1:  # and crowd-kit's published numbers after one step (classes no, yes)
+        assert fit.priors == pytest.approx(PRIORS_ITER_1, abs=0.005)
+        assert fit.errors[1].T == pytest.approx(np.array([[0.75, 0.25], [0.07, 0.93]]), abs=0.005)  # w2, rows true
+    toy = _arrays([(t, w, label) for w, t, label in TOY_YSDA])
+    fit = _assert_same_fit(*toy, n_iter=n_iter)
+    if n_iter == 100:  # tasks t1..t5, classes no, yes
+        assert [("no", "yes")[c] for c in fit.posterior.argmax(axis=1)] == list(TOY_TRUTH.values())
+
+
+def _random_votes(seed, n_units, n_annotators, k):
+    """Votes of annotators of every kind (accuracy 0.95 to chance, one who always answers the same),
+    taking part unevenly (15% to 90% of the units), a fifth of the units with a single vote, classes
+    unbalanced (priors from a Dirichlet)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(k, n_units, p=rng.dirichlet(np.full(k, 2.0)))
+    accuracy = rng.uniform(1 / k, 0.95, n_annotators)
+    share = rng.uniform(0.15, 0.9, n_annotators)
+    asked = rng.random((n_units, n_annotators)) < share
+    single = rng.random(n_units) < 0.2
+    asked[single] = False
+    asked[np.arange(n_units), rng.integers(0, n_annotators, n_units)] = True  # every unit gets a vote
+    asked[rng.integers(0, n_units, n_annotators), np.arange(n_annotators)] = True  # every annotator votes
+    unit, annotator = np.nonzero(asked)
+    right = rng.random(unit.size) < accuracy[annotator]
+    answer = np.where(right, truth[unit], (truth[unit] + rng.integers(1, k, unit.size)) % k)
+    answer[annotator == n_annotators - 1] = 0  # the last one always answers the first class
+    assert set(answer) == set(range(k))
+    return annotator, unit, answer
+
+
+RANDOM_CASES = [
+    *((seed, n_units, n_annotators, k) for seed in (1, 2, 3) for n_units, n_annotators in ((15, 3), (60, 6)) for k in (2, 3)),
+    (3, 250, 10, 2),  # 46 steps
+    (3, 250, 10, 3),  # 46 steps (crowd-kit takes about 10 ms a step: the larger cases are the slow ones)
+]
+
+
+@pytest.mark.parametrize(("seed", "n_units", "n_annotators", "k"), RANDOM_CASES)
+def test_the_own_em_is_crowd_kits_fit_on_random_votes(seed, n_units, n_annotators, k):
+    annotator, unit, answer = _random_votes(seed, n_units, n_annotators, k)
+    assert np.bincount(unit).min() == 1 and np.bincount(unit).max() > 2  # single votes, and more
+    fit = _assert_same_fit(annotator, unit, answer, k)
+    assert fit.posterior.sum(axis=1) == pytest.approx(1.0) and fit.errors.sum(axis=1) == pytest.approx(1.0)
+    if seed == 1:  # the same steps, fixed in number (no stopping rule): the two follow one trajectory
+        _assert_same_fit(annotator, unit, answer, k, n_iter=7, tol=-np.inf)
+
+
+def test_dawid_skene_reports_crowd_kits_fit():
+    """Through dawid_skene: the labels, their probabilities, the priors and the competences of
+    crowd-kit's fit, on votes with a declared answer nobody gave (no class of the fit, 0 everywhere)."""
+    annotator, unit, answer = _random_votes(5, 80, 6, 3)
+    votes = [Vote(f"d{u}", f"a{a}", "q", str(c)) for a, u, c in zip(annotator, unit, answer)]
+    result = dawid_skene(votes, "q", categories=("0", "1", "2", "unused"), min_items=1)
+    table = unit_table(votes, ("0", "1", "2", "unused"))
+    worker, task = np.nonzero(~np.isnan(table.codes))
+    probas, priors, errors, iterations, labels, _ = _crowdkit(worker, task, table.codes[worker, task].astype(int), 3)
+    assert result.iterations == iterations and result.priors == pytest.approx([*priors, 0.0], abs=TIGHT)
+    assert [i.label for i in result.items] == [table.categories[c] for c in labels]
+    assert [i.probability for i in result.items] == pytest.approx(probas.max(axis=1), abs=TIGHT)
+    expected = [priors @ np.diag(errors[w]) for w in range(len(table.annotators))]
+    assert [s.competence for s in result.annotators] == pytest.approx(expected, abs=TIGHT)
+    assert [s.spammer_score for s in result.annotators] == pytest.approx([spammer_score(e.T) for e in errors], abs=TIGHT)
+
+
+def test_a_declared_answer_nobody_gave_changes_no_interval():
+    """The bootstrap refits the fit's own classes, the answers given: a declared answer nobody gave is
+    no class there either (it used to be one, and grew a phantom class of prior 0.07 over the steps)."""
+    annotator, unit, answer = _random_votes(0, 80, 6, 2)
+    votes = [Vote(f"d{u}", f"a{a}", "q", str(c)) for a, u, c in zip(annotator, unit, answer)]
+    plain = dawid_skene(votes, "q", resamples=60, seed=2)
+    declared = dawid_skene(votes, "q", categories=("0", "1", "unused"), resamples=60, seed=2)
+    for a, b in zip(plain.annotators, declared.annotators):
+        assert a.competence == pytest.approx(b.competence, abs=1e-12)
+        assert a.competence_ci == pytest.approx(b.competence_ci, abs=1e-12)
+        assert a.spammer_score_ci == pytest.approx(b.spammer_score_ci, abs=1e-12)
+
+
+def test_the_runtime_neither_imports_nor_requires_crowd_kit():
+    """Issue 36, a light install: crowd-kit (and the transformers, tokenizers, nltk and scikit-learn it
+    pulls in) is a test dependency only."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sources = [
+        root / "app.py",
+        *(p for folder in ("formats", "metrics", "exports", "annotate") for p in (root / folder).rglob("*.py")),
+    ]
+    importing = [p.relative_to(root) for p in sources if re.search(r"^\s*(from|import)\s+crowdkit\b", p.read_text(), re.M)]
+    assert importing == []
+    assert "crowd-kit" not in (root / "requirements.txt").read_text()
+    assert "crowd-kit" not in (root / "pyproject.toml").read_text().split("[project]")[1].split("\n[")[0]
+    assert re.search(r"^crowd-kit\b", (root / "requirements-dev.txt").read_text(), re.M)

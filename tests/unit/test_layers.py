@@ -1,4 +1,4 @@
-"""The layers, bottom to top: formats -> metrics -> exports -> annotate -> app.py (README, Architecture).
+"""The layers, bottom to top: formats -> metrics -> exports -> annotate -> app.py (docs/architecture.md).
 
 Walks every import (ast, module level and inside functions) of our packages and fails on an
 import that runs up the layers, a circle between packages, metrics reaching the store, the app or

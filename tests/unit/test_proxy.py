@@ -86,9 +86,9 @@ def test_cookie_secure_over_https():
     assert is_https(None, "10.0.0.5", {"X-Forwarded-Proto": "https, http"}, NGINX_TIER)
 
 
-def test_readme_nginx_config_is_the_tested_one():
-    """The headers README's nginx sets (forwarding, framing, CSP) are exactly those the scale-out and proxy
-    browser tests run behind (tests/scaleout_harness.py), and the other way round."""
+def test_documented_nginx_config_is_the_tested_one():
+    """The headers the documented nginx sets (docs/deployment.md: forwarding, framing, CSP) are exactly those
+    the scale-out and proxy browser tests run behind (tests/scaleout_harness.py), and the other way round."""
     import re
 
     from tests.conftest import REPO
@@ -98,8 +98,9 @@ def test_readme_nginx_config_is_the_tested_one():
         wanted = r"^ {4,}((?:proxy_set_header|add_header|proxy_read_timeout|proxy_next_upstream|proxy_http_version) [^\n]*;)$"
         return {re.sub(r"\s+", " ", found) for found in re.findall(wanted, text, flags=re.M)}
 
-    readme = REPO.joinpath("README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Deploying for many annotators") : readme.index("## Threat model")]
+    page = REPO.joinpath("docs", "deployment.md").read_text(encoding="utf-8")
+    start = page.index("## Two app servers behind nginx")
+    section = page[start : page.index("\n## ", start + 1)]
     harness = NGINX_CONF.replace("{{", "{").replace("}}", "}").replace("{csp}", CSP)
     tested = {line for line in directives(harness) if "X-Served-By" not in line}  # the harness's own marker
     assert directives(section) == tested

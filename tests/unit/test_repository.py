@@ -37,7 +37,7 @@ def test_requirements_are_split_and_the_tree_agrees_with_gitignore():
 
 
 def test_page_scripts_are_ours_alone():
-    """The login token is readable by page scripts (README: threat model), so the only scripts are
+    """The login token is readable by page scripts (docs/security.md: threat model), so the only scripts are
     our own fixed ones: every unsafe_allow_* use is listed here, by the function that makes it."""
     import ast
 
@@ -56,7 +56,7 @@ def test_page_scripts_are_ours_alone():
                 ):
                     uses.append(f"{path.relative_to(REPO)}:{function.name}")
     assert sorted(uses) == ["annotate/pages/context.py:scroll_to_top", "annotate/pages/context.py:sync_cookie"], uses
-    assert "HttpOnly" in (REPO / "README.md").read_text()
+    assert "HttpOnly" in (REPO / "docs" / "security.md").read_text()  # the threat model says why it is not
 
 
 @pytest.mark.slow

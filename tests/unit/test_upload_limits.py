@@ -1,7 +1,7 @@
 """Uploads and input files bounded in memory, not only in bytes (issue 23).
 
 A 195 MB ``[{},{},...]`` JSON took 4.5 GB before it was refused; a zip whose headers claim 100
-bytes for a member that inflates to 1 GB took 2.0 GB.  The bounds stated (README, Threat model):
+bytes for a member that inflates to 1 GB took 2.0 GB.  The bounds stated (docs/security.md, threat model):
 reading a JSON file takes its bytes and its text (twice its size for ASCII text) and a little more
 before a document of too many values is refused, and unpacking an archive takes the upload and a
 chunk or two (``annotate.uploads.CHUNK``, 1 MB) whatever its members inflate to.
