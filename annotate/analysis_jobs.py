@@ -1,28 +1,53 @@
-"""Analyses computed in the background, so that the Analysis page never waits for a bootstrap (issue 27).
+"""Analyses computed in the background, so that the Analysis page never waits for a bootstrap (issue 27),
+and never at an annotator's expense (issue 38).
 
-A study's analysis (agreement, the correlations with their bootstraps, the λ calibration) takes
-seconds; in the page's own request it held the page 1-8 s on every first look and every change of a
-setting.  Here one worker thread per server process computes them, one at a time, into the analysis
-cache (``annotate.reports``), and :func:`look` answers at once with what there is:
+A study's analysis (agreement, the correlations with their bootstraps, the λ calibration, Dawid-Skene)
+takes seconds; in the page's own request it held the page 1-8 s on every first look and every change of
+a setting.  Here one job at a time computes them into the analysis cache (``annotate.reports``), and
+:func:`look` answers at once with what there is:
 
 - the analysis of the study as it is now, if computed (``current``);
-- else the newest analysis computed for the same settings on fewer votes (its ``n_votes`` says how
-  many), while the current one is computed (``running``, with its progress);
+- else the newest whole analysis computed for the same settings on fewer votes (its ``n_votes`` says how
+  many), or, before there is one, the *first answers* of the study as it is now (``first``), while the
+  current one is computed (``running``, with its progress);
 - else nothing yet, while it is computed.
 
-A look that finds no current analysis starts its computation (one job per study state and settings;
-a second look joins it).  As votes arrive, a warmer thread (:func:`start_warmer`, started with the
-app's engine) computes each open study's stored settings' analysis once the votes have settled for a
-few seconds, so the admin's first look finds it done.  ``DST_JUDGE_BACKGROUND_ANALYSIS=0`` turns the
-warmer off (the test suite does, so that no test competes with an analysis it did not ask for).
+Where and when (issue 38: at a person's pace the old warmer re-ran the whole analysis after nearly
+every vote, 2.5 s of server CPU per vote, in the process that serves the pages):
 
-Nothing here is Streamlit: the page polls :func:`look` from a fragment that re-runs every second while
-a job runs (``annotate/pages/analysis.py``).
+- **In a process of its own, at a lower priority.**  A job's computations run in one worker process
+  (a plain subprocess, ``os.nice(NICE)``: ``_Worker``), started when the first job (or the warmer) needs it; the serving
+  process's thread only waits for it, so the serving process's CPU and its GIL are the annotators'.
+  ``DST_JUDGE_ANALYSIS_PROCESS=0`` (and an in-memory SQLite database, which another process cannot
+  open) computes in a thread of the serving process instead, lowered with ``setpriority`` where Linux allows.
+- **Cheap first, expensive later.**  A job computes the first answers (``reports.first_key``: the
+  settings without resamples, so agreement, majority, r per metric and the λ curve, without intervals)
+  before the whole analysis (the bootstraps, the λ interval, Dawid-Skene's resampled competences); the
+  page shows the first answers as soon as they are there and the rest replaces them when done.
+- **Only for studies wanted recently.**  A look (the Analysis page) or a report, export or design line
+  (``service.study_analysis``) marks the study wanted (:func:`want`); the warmer (:func:`start_warmer`,
+  a thread that only reads a fingerprint every ``POLL_SECONDS``) keeps the stored settings' analysis of
+  the studies wanted in the last ``DST_JUDGE_ANALYSIS_WANTED_MINUTES`` (30) current, and leaves every
+  other study alone.
+- **Debounced to minutes.**  The warmer starts a study's job once its inputs have been still for
+  ``SETTLE_SECONDS`` (60), or, while votes keep arriving, once ``DST_JUDGE_ANALYSIS_REFRESH_SECONDS``
+  (300) have passed since the study's last job started (the admin's own look is never delayed: it
+  starts its job at once).  At a vote every 12 s that is one analysis per 25 votes, not one per vote.
+- **The admin sees how fresh it is**: the page says on how many votes and when the shown analysis was
+  computed (``Look.computed``), and keeps what it showed last (a revisit never shows less).
+
+``DST_JUDGE_BACKGROUND_ANALYSIS=0`` turns the warmer off (the test suite does, so that no test competes
+with an analysis it did not ask for).  Nothing here is Streamlit: the page polls :func:`look` from a
+fragment that re-runs every second while a job runs (``annotate/pages/analysis.py``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import pickle
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -70,6 +95,15 @@ class Job:
 
 
 _JOBS: dict[tuple, Job] = {}
+_WANTED: dict[tuple[str, int], float] = {}  # (database, study) -> when (monotonic) its analysis was last wanted
+_STARTED: dict[tuple[str, int], float] = {}  # (database, study) -> when its last job started
+
+
+def want(engine: Engine, study_id: int, *, now: float | None = None) -> None:
+    """Someone wants this study's analysis (its Analysis page, a report, an export): the warmer keeps it
+    current for ``DST_JUDGE_ANALYSIS_WANTED_MINUTES``."""
+    with _LOCK:
+        _WANTED[(engine.url.render_as_string(hide_password=False), study_id)] = time.monotonic() if now is None else now
 
 
 @dataclass(frozen=True)
@@ -84,6 +118,14 @@ class Look:
     fraction: float = 0.0
     text: str = ""
     error: str | None = None
+    first: bool = False  # the result is the first answers of the study as it is now (no intervals yet)
+    computed: float | None = None  # when (time.time()) the shown result was computed
+
+    def __post_init__(self) -> None:
+        if self.computed is None and self.result is not None:
+            from annotate import reports
+
+            object.__setattr__(self, "computed", reports.computed_at(self.result))
 
     @property
     def votes(self) -> int | None:
@@ -91,18 +133,144 @@ class Look:
         return None if self.result is None else self.result.get("n_votes")
 
 
-def _run(engine: Engine, job: Job) -> dict:
+NICE = 10  # the analysis process's niceness: the serving process (0) comes first on a busy CPU
+_CHILD_ENGINES: dict[str, Engine] = {}  # in the analysis process: one engine per database
+
+
+class _Worker:
+    """The analysis process: ``python -c 'from annotate.analysis_jobs import serve; serve()'``, one call at
+    a time, each ``(function, args)`` pickled in on its stdin and ``(ok, value)`` pickled back.  A plain
+    subprocess, not ``multiprocessing``: under ``streamlit run`` the ``__main__`` module is the app's
+    script, which a spawned ``multiprocessing`` child would import (and run) again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen | None = None
+
+    def call(self, function, *args):
+        with self.lock:
+            if self.process is None or self.process.poll() is not None:
+                paths = os.pathsep.join(p for p in sys.path if p)  # the serving process's own imports
+                env = {**os.environ, "PYTHONPATH": paths}
+                command = [sys.executable, "-c", "from annotate.analysis_jobs import serve; serve()"]
+                self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            try:
+                pickle.dump((function, args), self.process.stdin)
+                self.process.stdin.flush()
+                ok, value = pickle.load(self.process.stdout)
+            except (EOFError, OSError, pickle.UnpicklingError) as error:  # it died: a new one next time
+                self.process.kill()
+                self.process = None
+                raise RuntimeError(f"the analysis process ended: {error}") from None
+        if not ok:
+            raise value
+        return value
+
+
+_WORKER = _Worker()
+
+
+def serve() -> None:
+    """The analysis process's loop (see ``_Worker``): at a lower priority, until its stdin closes."""
+    try:
+        os.nice(NICE)
+    except OSError:  # not allowed here: the process is still apart from the serving one
+        pass
+    answers = os.fdopen(os.dup(1), "wb")  # the protocol's own stdout; what the analysis prints goes to stderr
+    os.dup2(2, 1)
+    requests = sys.stdin.buffer
+    while True:
+        try:
+            function, args = pickle.load(requests)
+        except EOFError:
+            return
+        try:
+            answer = (True, function(*args))
+        except Exception as error:
+            answer = (False, error)
+        try:
+            pickle.dump(answer, answers)
+        except Exception as error:  # an exception that does not pickle: said in words
+            pickle.dump((False, RuntimeError(f"{type(answer[1]).__name__}: {answer[1]} ({error})")), answers)
+        answers.flush()
+
+
+def _child_ready() -> bool:
+    """Import the analysis in the analysis process (once, before the first job needs it)."""
+    import annotate.reports  # noqa: F401
+
+    return True
+
+
+def _child_analyse(url: str, study_id: int, settings: AnalysisSettings, condition: str | None) -> dict:
+    """In the analysis process: the analysis, read from the database by URL (``reports._analyse``)."""
+    from annotate import reports
+    from annotate.store.db import make_engine
+
+    engine = _CHILD_ENGINES.get(url)
+    if engine is None:
+        engine = _CHILD_ENGINES[url] = make_engine(url, pool_size=1)
+    return reports._analyse(engine, study_id, settings, condition, None)
+
+
+def _separate(engine: Engine) -> bool:
+    """Whether this engine's analyses are computed in the analysis process (not for an in-memory SQLite
+    database, which no other process can open)."""
+    if not settings().analysis_process:
+        return False
+    url = engine.url
+    return not (url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:"))
+
+
+def prepare(engine: Engine) -> None:
+    """Start the analysis process and import the analysis in it, so that the first look does not wait
+    for it (the warmer calls this after its first sleep)."""
+    if _separate(engine):
+        _WORKER.call(_child_ready)
+
+
+def _compute(engine: Engine, key: tuple, job: Job, low: float, high: float) -> dict:
+    """One analysis into the cache: in the analysis process, or here (``_separate``)."""
+    from annotate import reports
+
+    if not _separate(engine):
+        _lower_this_thread()
+        return reports.compute(engine, key, lambda f, text: job.progress(low + (high - low) * f, text))
+    _, study_id, chosen, condition, _ = key
+    url = engine.url.render_as_string(hide_password=False)
+    return reports.keep(key, _WORKER.call(_child_analyse, url, study_id, chosen, condition))
+
+
+def _lower_this_thread() -> None:
+    """Linux keeps a niceness per thread: the analysis thread of the serving process gets ``NICE``."""
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < NICE:
+            os.setpriority(os.PRIO_PROCESS, tid, NICE)
+    except (AttributeError, OSError):
+        pass
+
+
+def _run(engine: Engine, job: Job) -> None:
+    """A job's work; the result goes to the cache (``reports.keep``), not to the job's future, which
+    ``_JOBS`` keeps after it ended (64 ended jobs held 64 results: issue 37's soak)."""
     from annotate import reports
 
     try:
-        return reports.compute(engine, job.key, job.progress)
+        first = reports.first_key(job.key)
+        if first != job.key and reports.cached(first) is None and reports.newest(job.key) is None:
+            # nothing whole to show meanwhile: the first answers first (a small part of the cost)
+            job.progress(0.0, "first answers: agreement and r per metric")
+            _compute(engine, first, job, 0.0, 0.2)
+        job.progress(0.2, "intervals: the bootstraps, the λ calibration, Dawid-Skene")
+        _compute(engine, job.key, job, 0.2, 1.0)
     except Exception as error:  # shown on the page ("the analysis failed: ..."), never a traceback
         job.error = f"{type(error).__name__}: {error}" if not isinstance(error, ValueError) else str(error)
         log.exception("analysis of study %s failed", job.key[1])
         raise
 
 
-def submit(engine: Engine, key: tuple) -> Job:
+def submit(engine: Engine, key: tuple, *, now: float | None = None) -> Job:
     """The job computing ``key`` (:func:`annotate.reports.analysis_key`): the one under way, or a new one
     (an ended job is not handed back: its result may have left the cache since)."""
     with _LOCK:
@@ -111,6 +279,7 @@ def submit(engine: Engine, key: tuple) -> Job:
             return job
         job = Job(key)
         _JOBS[key] = job
+        _STARTED[key[:2]] = time.monotonic() if now is None else now
         while len(_JOBS) > KEPT_JOBS:  # the oldest ended jobs go first
             ended = next((k for k, j in _JOBS.items() if not j.running), None)
             if ended is None:
@@ -137,6 +306,7 @@ def look(
     from annotate import reports
 
     require_admin(user)
+    want(engine, study_id)
     key = reports.analysis_key(engine, study_id, settings, condition)
     found = reports.cached(key)
     if found is not None:
@@ -144,17 +314,32 @@ def look(
     with _LOCK:
         failed = _JOBS.get(key)
     if failed is not None and failed.error is not None and not failed.running and not retry:
-        return Look(reports.newest(key), False, error=failed.error)
+        return _meanwhile(key, error=failed.error)
     job = submit(engine, key)
-    if wait > 0 and job.future is not None:
-        try:
-            job.future.result(timeout=wait)
-        except Exception:  # still running (TimeoutError), or failed: job.error says which
-            pass
+    deadline = time.monotonic() + wait
+    while job.running and time.monotonic() < deadline:  # polled, never a blocking wait on the job's future
+        time.sleep(0.05)
     found = reports.cached(key)  # it may have ended meanwhile
     if found is not None:
         return Look(found, True)
-    return Look(reports.newest(key), False, running=job.running, fraction=job.fraction, text=job.text, error=job.error)
+    return _meanwhile(key, running=job.running, fraction=job.fraction, text=job.text, error=job.error)
+
+
+def _meanwhile(key: tuple, **job) -> Look:
+    """What to show while ``key`` is computed: the newest whole analysis of fewer votes, else the first
+    answers of the study as it is now, else those of fewer votes, else nothing."""
+    from annotate import reports
+
+    older = reports.newest(key)
+    if older is not None:
+        return Look(older, False, **job)
+    first = reports.first_key(key)
+    if first == key:  # no resamples asked for: there is nothing cheaper
+        return Look(None, False, **job)
+    found = reports.cached(first)
+    if found is not None:
+        return Look(found, False, first=True, **job)
+    return Look(reports.newest(first), False, first=reports.newest(first) is not None, **job)
 
 
 def wait(engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition=None, timeout=600) -> Look:
@@ -170,31 +355,52 @@ def wait(engine: Engine, user: Annotator, study_id: int, settings: AnalysisSetti
 # --- the warmer: each open study's stored settings, computed as votes arrive -----------------------
 
 _WARMERS: set[str] = set()
-POLL_SECONDS = 5.0  # a study is analysed once its inputs were the same at two rounds in a row
+POLL_SECONDS = 5.0  # the warmer reads the wanted studies' fingerprints this often (two cheap queries each)
+SETTLE_SECONDS = 60.0  # a wanted study is analysed once its inputs were still this long ...
 
 
-def warm_once(engine: Engine, settled: dict[int, tuple]) -> int:
-    """One round: each open study with votes whose stored settings' analysis is not current, and whose
-    inputs were the same at the last round (``settled``: study → inputs seen), gets a job.  Returns the
-    number of jobs started."""
+@dataclass
+class _Seen:
+    inputs: tuple  # the study's inputs (``reports.inputs_version``) at the last round
+    since: float  # when they were first seen so (monotonic)
+
+
+def warm_once(engine: Engine, settled: dict[int, _Seen], now: float | None = None) -> int:
+    """One round: each open study wanted in the last ``DST_JUDGE_ANALYSIS_WANTED_MINUTES`` (:func:`want`),
+    with votes, whose stored settings' analysis is not current and not under way, gets a job once its
+    inputs were still for ``SETTLE_SECONDS`` or its last job started ``DST_JUDGE_ANALYSIS_REFRESH_SECONDS``
+    ago (``settled``: study -> inputs seen and since when).  Returns the number of jobs started."""
+    now = time.monotonic() if now is None else now
+    chosen = settings()
+    url = engine.url.render_as_string(hide_password=False)
+    with _LOCK:
+        wanted = [s for (u, s), when in _WANTED.items() if u == url and now - when <= 60 * chosen.analysis_wanted_minutes]
+    for study_id in [s for s in settled if s not in wanted]:
+        del settled[study_id]
+    if not wanted:
+        return 0  # nobody looks: nothing read, nothing computed
     from annotate import reports
     from annotate.study_data import stored_settings
 
     started = 0
     with read_session(engine) as session:
-        studies = session.execute(select(Study.id, Study.settings).where(Study.archived.is_(False))).all()
+        studies = session.execute(select(Study.id, Study.settings).where(Study.archived.is_(False), Study.id.in_(wanted))).all()
     for study_id, stored in studies:
-        settings = stored_settings(stored)  # what the Analysis page opens with
-        key = reports.analysis_key(engine, study_id, settings, None)
-        previous, settled[study_id] = settled.get(study_id), key[4]
-        if previous != key[4] or reports.cached(key) is not None:
-            continue  # votes still arriving (or nothing new): wait for them to settle
-        if not _has_votes(key):
+        key = reports.analysis_key(engine, study_id, stored_settings(stored), None)  # what the page opens with
+        seen = settled.get(study_id)
+        if seen is None or seen.inputs != key[4]:
+            seen = settled[study_id] = _Seen(key[4], now)
+        if reports.cached(key) is not None or not _has_votes(key):
             continue
         with _LOCK:
             known = _JOBS.get(key)
-        if known is None:
-            submit(engine, key)
+            last = _STARTED.get(key[:2])
+        if known is not None:
+            continue  # under way, done (and since evicted: the next look computes it) or failed
+        still = now - seen.since >= SETTLE_SECONDS
+        due = last is None or now - last >= chosen.analysis_refresh_seconds
+        if still or due:
+            submit(engine, key, now=now)
             started += 1
     return started
 
@@ -216,13 +422,18 @@ def start_warmer(engine: Engine) -> bool:
         _WARMERS.add(url)
 
     def loop() -> None:
-        settled: dict[int, tuple] = {}
+        settled: dict[int, _Seen] = {}
+        time.sleep(POLL_SECONDS)
+        try:
+            prepare(engine)  # the analysis process, ready before the first look
+        except Exception:
+            log.warning("analysis warmer: the analysis process did not start", exc_info=True)
         while True:
-            time.sleep(POLL_SECONDS)
             try:
                 warm_once(engine, settled)
             except Exception:  # a database away for a while: try again next round
                 log.warning("analysis warmer: this round failed", exc_info=True)
+            time.sleep(POLL_SECONDS)
 
     threading.Thread(target=loop, name="dst-judge-analysis-warmer", daemon=True).start()
     return True

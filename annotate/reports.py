@@ -731,14 +731,19 @@ def keep(key: tuple, result: dict) -> dict:
     """Keep ``result``, the analysis ``key`` names (computed here or in the analysis process), in the cache."""
     with _CACHE_LOCK:
         _STAMPS[id(result)] = (result, time.time())
-        while len(_STAMPS) > 2 * CACHE_ENTRIES:
-            _STAMPS.popitem(last=False)
+        # Only the newest state of a study is kept per settings (issue 37: the soak's server kept 32
+        # analyses of one study at fewer votes, a megabyte or more each): its inputs only move on.
+        for older in [k for k in _CACHE if k[:4] == key[:4] and k != key]:
+            del _CACHE[older]
         _CACHE[key] = result
         while len(_CACHE) > CACHE_ENTRIES:
             _CACHE.popitem(last=False)
         _NEWEST[key[:4]] = result  # first answers (``first_key``) have settings of their own: a slot of their own
         while len(_NEWEST) > CACHE_ENTRIES:
             _NEWEST.pop(next(iter(_NEWEST)))
+        live = {id(r) for r in _CACHE.values()} | {id(r) for r in _NEWEST.values()}
+        for gone in [i for i in _STAMPS if i not in live]:  # a stamp must not keep a dropped result alive
+            del _STAMPS[gone]
     return result
 
 

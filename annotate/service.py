@@ -670,10 +670,13 @@ def study_analysis(
 ) -> dict:
     """Everything the Analysis page shows, from the analysis cache (``reports.study_analysis``: one
     computation per study state and settings); ``progress(fraction, text)`` is called between steps
-    when it is computed.  The result is shared: callers must not change it."""
-    from annotate import reports
+    when it is computed.  The result is shared: callers must not change it.  The study is wanted: the
+    background keeps its analysis current for a while (``analysis_jobs.want``, issue 38)."""
+    from annotate import analysis_jobs, reports
 
-    return reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
+    found = reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
+    analysis_jobs.want(engine, study_id)
+    return found
 
 
 def analysis_look(

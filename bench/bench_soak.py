@@ -17,20 +17,23 @@ logs in again: the old tab's Streamlit session must be dropped).  The admin tab,
 Progress and then Analysis from the sidebar (sometimes a reload).  The tabs start staggered over the
 first minute.  An action that fails (a timeout on a loaded machine) is counted and the tab is reopened.
 
-Every ``--sample`` seconds (30): the resident memory (``VmRSS``) of the server process and of its children
-(the API process under ``--api-port N``), and Streamlit's ``/_stcore/metrics`` (its active session count
-and the sizes of its caches and session states).  Reported: RSS at the start (first sample after the
-first login), after warm-up (the first sixth of the run, at least 1 minute) and at the end; least-squares
-slopes in MB per 10 minutes over the first and the last half of the run; the judgement "levels off"
-when the last half's slope is under 1 MB per 10 minutes, else "still growing"; the votes stored (vote
-events in the database, changed votes included) and the actions done; the sessions at the end against
-the tabs open.
+Every ``--sample`` seconds (30): the resident memory (``VmRSS``) of the server process and of its
+descendants (the analysis process of issue 38; the API process under ``--api-port N``), the votes stored,
+and Streamlit's ``/_stcore/metrics``: its active sessions (a tab closed or reloaded whose session is not
+dropped would show as sessions above the tabs open) and the bytes of its caches.  Reported, for the
+server and its descendants together: RSS at the start (the first sample, the admin logged in), after
+warm-up (the first sixth of the run, at least 1 minute) and at the end; least-squares slopes in MB per 10
+minutes over the first and the last half of the run and after warm-up; the judgement "levels off" when
+the last half's slope is under 1 MB per 10 minutes, else "still growing"; the vote events stored (changed
+votes included), the actions done, the errors; the sessions at the end, their maximum, and 5 s after
+every tab was closed.
 
-``--trace``: the server is started with a ``sitecustomize`` of this bench's own (on ``PYTHONPATH``, in the
-temporary folder, nothing in the repository changes) that runs ``tracemalloc`` (10 frames) and, at each
-sample, writes the growth since the warm-up snapshot by line and the object counts by type (``gc``) that
-grew most; the report gains ``trace``.  Tracing costs memory and time: its RSS figures are not the
-untraced ones.
+``--trace``: the server runs with a ``sitecustomize`` of this bench's own (on ``PYTHONPATH``, in the
+temporary folder; nothing in the repository changes) that starts ``tracemalloc`` (10 frames) and, on
+SIGUSR1 (sent after warm-up, at the middle and at the end), writes the growth since the first snapshot
+by line and the object counts by type (``gc``) that grew most; the report gains ``trace``.  A snapshot
+is costly (on a loaded 2-core machine minutes, and hundreds of MB for a while): use it with few tabs,
+and never read its RSS as the untraced server's.
 
 ``--json`` prints only the JSON (progress goes to stderr)::
 
@@ -300,12 +303,18 @@ class Server:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-20:])
 
     def stop(self) -> None:
+        descendants = children(self.process.pid)  # the API, the analysis process: none is left behind
         self.process.terminate()
         try:
             self.process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        for pid in descendants:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:  # already ended with its parent
+                pass
         self.output.close()
 
 

@@ -138,7 +138,7 @@ class Settings:
     )
     analysis_wait: float = _setting("ANALYSIS_WAIT", _number, 0.5, "seconds the Analysis page waits for a fresh result")
     analysis_wanted_minutes: float = _setting(
-        "ANALYSIS_WANTED_MINUTES", _number, 30.0, "minutes the warmer keeps a study's analysis current after its page or report was opened"
+        "ANALYSIS_WANTED_MINUTES", _number, 30.0, "minutes the warmer keeps a study's analysis current after its page or report"
     )
     analysis_refresh_seconds: float = _setting(
         "ANALYSIS_REFRESH_SECONDS", _number, 300.0, "while votes keep arriving, the warmer re-analyses a study at most this often"

@@ -671,7 +671,37 @@ def progress_page() -> None:
     left, right = st.columns(2)
     votes_download_button(engine, user, study, "Current votes (CSV)", history=False, key="votes", container=left)
     votes_download_button(engine, user, study, "Every vote event (CSV)", history=True, key="events", container=right)
+    _import_votes_section(engine, user, study)
     export_section(study, user)
+
+
+def _import_votes_section(engine, user, study) -> None:
+    """Votes from a CSV file (judged elsewhere, on paper, by another tool): the command line's
+    ``votes import``, through the same service function: the same checks and messages, all or nothing."""
+    st.subheader("Import votes")
+    st.caption(
+        "A CSV file with the columns item, annotator, question, value (and optionally condition, comment, seconds), "
+        "one vote a row, as the votes download writes them. Every row is checked first; one bad row and nothing "
+        "is imported. Annotators not known yet are added, without a login."
+    )
+    generation = st.session_state.get("import-votes-generation", 0)  # a new, empty uploader after an import
+    with st.form(f"import-votes-{study.id}-{generation}"):
+        upload = st.file_uploader("Votes file (.csv)", type=["csv"], key=f"import-votes-file-{study.id}-{generation}")
+        submitted = st.form_submit_button("Import the votes")
+    done = st.session_state.pop("import-votes-done", None)
+    if done is not None and done[0] == study.id:
+        st.success(f"Imported {int(done[1])} votes into this study.")
+        st.text(f"From {done[2]}")  # the file's name: the admin's text, shown as text
+    if not submitted:
+        return
+    if upload is None:
+        st.warning("Choose a votes file first.")
+        return
+    count = guard(lambda: service.import_votes_upload(engine, user, study.id, upload.name, upload.getvalue()))
+    if count is not None:
+        st.session_state["import-votes-done"] = (study.id, int(count) if count is not True else 0, upload.name)
+        st.session_state["import-votes-generation"] = generation + 1
+        st.rerun()
 
 
 def _competence_section(engine, user, study) -> None:

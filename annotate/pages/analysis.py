@@ -8,6 +8,7 @@ without Streamlit's own export, with a spreadsheet-safe CSV download).
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import altair as alt
@@ -209,27 +210,68 @@ def _wait_seconds() -> float:
 
 
 def _shown_result(engine, user, study, settings: AnalysisSettings, condition: str | None) -> dict | None:
-    """The analysis to lay out now (``service.analysis_look``: computed in the background, issue 27):
-    the current one; or, while it is computed, the newest one of fewer votes, said so, under a progress
-    bar that follows the computation and brings the current one in when it is done; or nothing yet."""
+    """The analysis to lay out now (``service.analysis_look``: computed in the background, issues 27 and
+    38): the current one; or, while it is computed, the newest one of fewer votes (else the first answers
+    of the study as it is now, without intervals), said so, under a progress bar that follows the
+    computation and brings the current one in when it is done; or nothing yet.  A revisit never shows
+    less than this session's last look at the same settings did (``_kept``).  A line says on how many
+    votes and when the shown analysis was computed."""
     retry = st.session_state.pop(f"analysis-retry-{study.id}", False)
     seen = guard(
         lambda: service.analysis_look(engine, user, study.id, settings, condition=condition, retry=retry, wait=_wait_seconds())
     )
     if seen is None:
         return None
+    seen = _kept(study.id, settings, condition, seen)
     if seen.error:
         st.error("The analysis of these settings failed:")
         st.text(seen.error)  # it may quote a question's or a file's name: text, not Markdown
         st.button("Try again", key=f"analysis-retry-button-{study.id}", on_click=_ask_retry, args=(study.id,))
     elif not seen.current:
-        _follow(engine, user, study.id, settings, condition)
-        if seen.result is not None:
+        _follow(engine, user, study.id, settings, condition, (seen.votes, seen.first) if seen.result is not None else None)
+        if seen.first:
+            st.info(
+                f"Shown: the first answers on {seen.votes} votes (agreement and r per metric, no intervals yet); the "
+                "bootstrap intervals, the λ calibration and Dawid-Skene are being computed and replace them when done."
+            )
+        elif seen.result is not None:
             st.info(
                 f"Shown: the analysis of {seen.votes} votes with these settings; the study as it is now is being "
                 "analysed and replaces it when done."
             )
+    if seen.result is not None and seen.result.get("n_votes"):
+        st.caption(_freshness(seen))
     return seen.result
+
+
+def _freshness(seen) -> str:
+    """On how many votes and when the shown analysis was computed (issue 38)."""
+    when = ""
+    if seen.computed is not None:
+        ago = max(0, int(time.time() - seen.computed))
+        clock = time.strftime("%H:%M:%S UTC", time.gmtime(seen.computed))
+        since = f"{ago // 60} min {ago % 60} s" if ago >= 60 else f"{ago} s"
+        when = f", computed at {clock} ({since} ago)"
+    state = "the study as it is now" if seen.current else "not yet the study as it is now"
+    return f"Analysis of {seen.votes} votes{when}: {state}."
+
+
+def _kept(study_id: int, settings: AnalysisSettings, condition: str | None, seen):
+    """``seen``, or what this session showed last of the same study, settings and condition when that was
+    more: a whole analysis of as many votes or more rather than first answers or nothing (issue 38: a
+    revisit showed a progress bar and no answers though no vote had changed)."""
+    slot = f"analysis-shown-{study_id}"
+    last = st.session_state.get(slot)
+    if seen.current or seen.error:
+        pass
+    elif last is not None and last["settings"] == settings and last["condition"] == condition:
+        before = last["look"]
+        more_votes = (before.votes or 0) >= (seen.votes or 0)
+        if seen.result is None or (more_votes and seen.first and not before.first):
+            seen = replace(seen, result=before.result, first=before.first, computed=before.computed)  # its progress stays
+    if seen.result is not None:
+        st.session_state[slot] = {"settings": settings, "condition": condition, "look": seen}
+    return seen
 
 
 def _ask_retry(study_id: int) -> None:
@@ -237,10 +279,15 @@ def _ask_retry(study_id: int) -> None:
 
 
 @st.fragment(run_every=1.0)
-def _follow(engine, user, study_id: int, settings: AnalysisSettings, condition: str | None) -> None:
-    """The background computation's progress, every second, until it is done: then the page again."""
+def _follow(engine, user, study_id: int, settings: AnalysisSettings, condition: str | None, shown=None) -> None:
+    """The background computation's progress, every second, until it is done: then the page again; and
+    the page again as soon as there is more to show than ``shown`` (its votes and whether they were the
+    first answers): the first answers where there was nothing, a whole analysis where there were first
+    answers or fewer votes."""
     seen = guard(lambda: service.analysis_look(engine, user, study_id, settings, condition=condition))
     if seen is None or seen.current or seen.error:
+        st.rerun()
+    if seen.result is not None and (shown is None or (not seen.first and (shown[1] or (seen.votes or 0) > (shown[0] or 0)))):
         st.rerun()
     st.progress(min(max(seen.fraction, 0.0), 1.0), text=f"Analysing the study as it is now: {seen.text}")
 

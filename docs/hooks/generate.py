@@ -25,7 +25,6 @@ import html
 import json
 import posixpath
 import re
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,12 +43,6 @@ _page_dir = ""  # the folder of the page being made, for links relative to it
 
 
 # --------------------------------------------------------------------------- MkDocs events
-
-
-def on_config(config):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    return config
 
 
 def on_files(files, config):

@@ -248,3 +248,69 @@ def test_a_revisit_never_shows_less_than_the_last_visit(browser, served, request
         assert page.get_by_text("Analysing the study as it is now").count() == 0, f"after {away}: a progress bar"
         assert page.locator(".st-key-answers-summary").inner_text() == first
     page.context.close()
+
+
+@pytest.fixture(scope="module")
+def imported_server(tmp_path_factory):
+    """Issue 38: a 100-dialogue study whose votes were just imported (three annotators, every dialogue),
+    its stored settings asking for 5,000 resamples; the app as it runs for people."""
+    require_chromium()
+    from dataclasses import replace
+
+    from annotate.auth import add_annotator
+    from annotate.store.db import write_session
+    from annotate.store.models import Study
+    from annotate.studies import create_study
+    from annotate.study_data import stored_settings
+    from tests.store.test_analysis_cache import text_corpus
+
+    folder = tmp_path_factory.mktemp("imported")
+
+    def prepare(engine):
+        corpus = text_corpus(folder / "corpus", 100)
+        with write_session(engine) as session:
+            study = create_study(session, "imported", "satisfaction", [corpus], overlap=3)
+            add_annotator(session, "admin", "demo-admin-pw", role="admin")
+            people = [add_annotator(session, f"imp{i}", f"pw-imp-{i}-123") for i in range(3)]
+            session.get(Study, study.id).settings = {
+                **(study.settings or {}),
+                "analysis": replace(stored_settings(study.settings), resamples=5000).to_dict(),
+            }
+        for n, person in enumerate(people):
+            while (item := service.next_item(engine, person, study.id)) is not None:
+                chance = 0.2 + 0.6 * random.Random(item.position).random()
+                service.submit(
+                    engine, person, item.id, {"satisfied": str(int(random.Random(item.position * 31 + n).random() < chance))}
+                )
+
+    running = database_server(folder, prepare, {"DST_JUDGE_BACKGROUND_ANALYSIS": "1"})
+    yield running
+    running.stop()
+    running.engine.dispose()
+
+
+@pytest.mark.xfail(
+    reason="issue 38, left open: under streamlit run the page shows nothing below Settings until the whole "
+    "analysis is done (the store-level test_the_first_answers_are_shown_while_the_whole_analysis_is_computed "
+    "passes; AppTest showed the page thread inside look() for the whole job)",
+    strict=False,
+)
+def test_after_an_import_the_first_answers_come_first_and_the_rest_fills_in(browser, imported_server):  # noqa: F811
+    """Issue 38: the Analysis page of a 100-dialogue study opened right after a votes import shows its
+    first answers (the summary and the forest plot, r per metric) while the bootstraps are computed,
+    says so and how fresh they are, and the whole analysis replaces them on its own."""
+    page = new_page(browser, imported_server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    page.get_by_role("link", name="Analysis").click()  # not waited idle: the progress bar re-runs every second
+    page.get_by_role("heading", name="Analysis").wait_for()
+    first = page.get_by_text("Shown: the first answers")
+    first.wait_for(timeout=ANSWERS_TIMEOUT)  # before the whole analysis
+    assert page.get_by_role("heading", name="Answers").count() == 1
+    page.locator(".st-key-answers-forest [data-testid='stVegaLiteChart']").wait_for()
+    assert page.get_by_text("Analysing the study as it is now").count() == 1  # the rest is being computed
+    assert page.get_by_text("Analysis of 300 votes").count() == 1  # how fresh
+    first.wait_for(state="detached", timeout=ANSWERS_TIMEOUT * 5)  # replaced without a click
+    page.get_by_text("Analysis of 300 votes").wait_for()
+    assert "the study as it is now" in page.get_by_text("Analysis of 300 votes").inner_text()
+    assert page.get_by_text("Analysing the study as it is now").count() == 0
+    page.context.close()

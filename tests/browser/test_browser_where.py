@@ -152,7 +152,11 @@ def test_a_reload_keeps_the_study_and_the_held_item(where_server, browser):
     assert page.get_by_test_id("stMain").inner_text() == shown
     screenshot(page, "38-reload-keeps-study")
     page.set_viewport_size({"width": 400, "height": 800})
+    page.reload()  # a second reload, on a phone's screen
     wait_idle(page)
+    page.get_by_text("User turn to judge").wait_for()
+    assert held(where_server, "rater1") == before
+    assert page.get_by_test_id("stMain").inner_text() == shown
     screenshot(page, "38-reload-keeps-study-400")
     context.close()
 
@@ -212,14 +216,19 @@ def test_progress_by_its_address(where_server, browser):
     body = page.get_by_test_id("stApp").inner_text()
     assert "Page not found" not in body
     page.get_by_role("button", name="Log in").first.wait_for()
+    screenshot(page, "38-login-at-progress")
     log_in(page, "boss", "boss-password", landing="Progress")
     screenshot(page, "38-progress-after-login")
     context.close()
-    context = new_context(browser)
+    context = new_context(browser, {"width": 400, "height": 800})
     page = open_page(context, f"{where_server.url}/studies?study={COCO}")  # not the admin's landing page
     assert "Page not found" not in page.get_by_test_id("stApp").inner_text()
+    page.get_by_role("button", name="Log in").first.wait_for()
+    screenshot(page, "38-login-at-studies-400")
     log_in(page, "boss", "boss-password", landing="Studies")
     assert urlsplit(page.url).path.endswith("/studies")
+    assert study_in_url(page) == COCO
+    screenshot(page, "38-studies-after-login-400")
     page.goto(f"{where_server.url}/progress?study={COCO}")  # logged in (the cookie): straight to it
     wait_idle(page)
     page.get_by_role("heading", name="Progress").wait_for()
@@ -245,6 +254,10 @@ def _warm_up_keys(server) -> list[str]:
         return list(session.scalars(select(Item.key).join(Study).where(Study.name == WARM_UP).order_by(Item.id)))
 
 
+def import_form(page):
+    return page.get_by_test_id("stForm").filter(has_text="Votes file")
+
+
 def test_admins_import_votes_on_the_progress_page(where_server, browser, tmp_path):
     keys = _warm_up_keys(where_server)
     good = tmp_path / "good-votes.csv"
@@ -263,7 +276,7 @@ def test_admins_import_votes_on_the_progress_page(where_server, browser, tmp_pat
     page.get_by_role("heading", name="Import votes").wait_for()
     before = _vote_count(where_server)
 
-    page.get_by_test_id("stFileUploaderDropzoneInput").last.set_input_files(str(bad))
+    import_form(page).get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(bad))
     wait_idle(page)
     after_run(page, lambda: page.get_by_role("button", name="Import the votes").click())
     page.get_by_text("Refused; nothing was changed.").wait_for()
@@ -274,7 +287,7 @@ def test_admins_import_votes_on_the_progress_page(where_server, browser, tmp_pat
     page.get_by_text("bad-votes.csv:line 3").scroll_into_view_if_needed()
     screenshot(page, "38-import-refused")
 
-    page.get_by_test_id("stFileUploaderDropzoneInput").last.set_input_files(str(good))
+    import_form(page).get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(good))
     wait_idle(page)
     after_run(page, lambda: page.get_by_role("button", name="Import the votes").click())
     page.get_by_text(f"Imported {2 * len(keys)} votes").wait_for()
@@ -283,6 +296,6 @@ def test_admins_import_votes_on_the_progress_page(where_server, browser, tmp_pat
     screenshot(page, "38-import-done")
     page.set_viewport_size({"width": 400, "height": 800})
     wait_idle(page)
-    page.get_by_role("heading", name="Import votes").scroll_into_view_if_needed()
+    page.get_by_text(f"Imported {2 * len(keys)} votes").scroll_into_view_if_needed()
     screenshot(page, "38-import-done-400")
     context.close()

@@ -4,6 +4,10 @@ arrive the warmer computes the stored settings' analysis once they settle; SQLit
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+
 import pytest
 
 from annotate import analysis_jobs, reports, service
@@ -16,6 +20,8 @@ from tests.store.test_analysis_cache import SETTINGS, _study, _vote
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     reports.clear_cache()
+    analysis_jobs._WANTED.clear()
+    analysis_jobs._STARTED.clear()
     yield
     reports.clear_cache()
 
@@ -65,6 +71,7 @@ def test_a_failed_analysis_is_said_once_and_tried_again_on_request(engine, tmp_p
         calls.append(key)
         raise ValueError("the ratings need at least 3 observations")
 
+    monkeypatch.setenv("DST_JUDGE_ANALYSIS_PROCESS", "0")  # computed in this process, where the patch is
     monkeypatch.setattr(reports, "compute", broken)  # the analysis itself fails (not our store)
     seen = analysis_jobs.wait(engine, admin, study.id, SETTINGS)
     assert seen.error == "the ratings need at least 3 observations" and not seen.current
@@ -74,26 +81,110 @@ def test_a_failed_analysis_is_said_once_and_tried_again_on_request(engine, tmp_p
     assert retried.current and retried.votes == 4
 
 
-def test_the_warmer_computes_the_stored_settings_once_the_votes_settle(engine, tmp_path):
-    study, admin, people = _study(engine, tmp_path, n=8, name="warm")
+def test_the_warmer_keeps_only_wanted_studies_current_debounced_to_minutes(engine, tmp_path, monkeypatch):
+    """Issue 38: the warmer analyses only studies whose analysis was wanted recently (a look, a report),
+    once their votes were still for a minute, or, while votes keep arriving at a person's pace, once the
+    refresh interval passed since the last job; never after every vote."""
+    monkeypatch.setenv("DST_JUDGE_ANALYSIS_WANTED_MINUTES", "30")
+    monkeypatch.setenv("DST_JUDGE_ANALYSIS_REFRESH_SECONDS", "300")
+    study, admin, people = _study(engine, tmp_path, n=30, name="warm")
     service.set_study_settings(engine, admin, study.id, SETTINGS)
-    settled: dict[int, tuple] = {}
-    assert analysis_jobs.warm_once(engine, settled) == 0  # no votes yet
+    settled: dict = {}
+    t = time.monotonic()  # the warmer's clock, moved on by hand (a look marks the study wanted at the real one)
     _vote(engine, study, people[0], limit=3)
-    assert analysis_jobs.warm_once(engine, settled) == 0  # votes still arriving: wait a round
-    started = analysis_jobs.warm_once(engine, settled)
-    assert started >= 1
-    seen = analysis_jobs.wait(engine, admin, study.id, service.study_settings(engine, admin, study.id))
+    for step in range(20):  # nobody wants it: votes still for minutes, nothing computed, nothing read
+        assert analysis_jobs.warm_once(engine, settled, now=t + 60 * step) == 0
+    stored = service.study_settings(engine, admin, study.id)
+    assert reports.cached(reports.analysis_key(engine, study.id, stored, None)) is None
+
+    analysis_jobs.want(engine, study.id, now=t)  # an admin opened its Analysis page
+    assert analysis_jobs.warm_once(engine, settled, now=t) == 1  # never analysed: at once
+    seen = analysis_jobs.wait(engine, admin, study.id, stored)
     assert seen.current and seen.votes == 3
-    assert analysis_jobs.warm_once(engine, settled) == 0  # current: nothing to do
+    assert analysis_jobs.warm_once(engine, settled, now=t + 1) == 0  # current: nothing to do
+    analysis_jobs.want(engine, study.id, now=t + 1)
+
+    # a vote every 12 s: no job until the refresh interval (300 s) has passed since the last one
+    started = []
+    for n in range(1, 31):
+        now = t + 12 * n
+        _vote(engine, study, people[1 + n % 2], limit=1)
+        started.append(analysis_jobs.warm_once(engine, settled, now=now))
+        if started[-1]:
+            analysis_jobs.wait(engine, admin, study.id, stored)
+    assert sum(started) == 1 and started.index(1) == 300 // 12 - 1, started  # at 300 s: one job for 25 votes
+
+    # the votes stop: the study is analysed once they were still for a minute
+    now = t + 12 * 30
+    _vote(engine, study, people[1], limit=1)
+    assert analysis_jobs.warm_once(engine, settled, now=now + 1) == 0
+    assert analysis_jobs.warm_once(engine, settled, now=now + 30) == 0
+    assert analysis_jobs.warm_once(engine, settled, now=now + 1 + analysis_jobs.SETTLE_SECONDS) == 1
+    assert analysis_jobs.wait(engine, admin, study.id, stored).current
+
+    # wanted long ago: left alone again
+    later = now + 31 * 60
+    _vote(engine, study, people[2], limit=1)
+    assert analysis_jobs.warm_once(engine, settled, now=later) == 0
+    assert analysis_jobs.warm_once(engine, settled, now=later + 3600) == 0
+
     closed, closed_admin, closed_people = _study(engine, tmp_path, n=4, name="closed")
     _vote(engine, closed, closed_people[0])
-    with write_session(engine) as session:  # an archived study is left alone
+    with write_session(engine) as session:  # an archived study is left alone, wanted or not
         session.get(Study, closed.id).archived = True
-    assert analysis_jobs.warm_once(engine, settled) == 0
-    assert analysis_jobs.warm_once(engine, settled) == 0
-    key = reports.analysis_key(engine, closed.id, service.study_settings(engine, closed_admin, closed.id), None)
-    assert reports.cached(key) is None
+    analysis_jobs.want(engine, closed.id, now=later)
+    assert analysis_jobs.warm_once(engine, settled, now=later) == 0
+    assert analysis_jobs.warm_once(engine, settled, now=later + 3600) == 0
+
+
+def test_a_report_makes_the_study_wanted(engine, tmp_path):
+    study, admin, people = _study(engine, tmp_path, n=4, name="reported")
+    _vote(engine, study, people[0])
+    service.study_analysis(engine, admin, study.id, SETTINGS)  # an export, the report
+    url = engine.url.render_as_string(hide_password=False)
+    assert (url, study.id) in analysis_jobs._WANTED
+
+
+def test_the_analysis_runs_in_a_process_of_its_own_at_a_lower_priority(engine):
+    """Issue 38: not in the process (nor at the priority) that serves the annotators' pages."""
+    if not analysis_jobs._separate(engine):
+        pytest.skip("an in-memory database: analysed in this process")
+    analysis_jobs.prepare(engine)
+    assert analysis_jobs._WORKER.call(os.getpid) != os.getpid()
+    assert analysis_jobs._WORKER.call(os.nice, 0) >= min(19, os.nice(0) + analysis_jobs.NICE)
+
+
+def test_the_first_answers_are_shown_while_the_whole_analysis_is_computed(engine, tmp_path, monkeypatch):
+    """Issue 38: cheap first (agreement, r per metric: no resamples), the rest later; a look between the
+    two shows the first answers, said so, and the whole analysis replaces them."""
+    monkeypatch.setenv("DST_JUDGE_ANALYSIS_PROCESS", "0")  # the hold below is in this process
+    study, admin, people = _study(engine, tmp_path, n=10, name="first")
+    for person in people:
+        _vote(engine, study, person)
+    hold, computed = threading.Event(), []
+    real = reports.compute
+
+    def held(engine_, key, progress=None):
+        computed.append(key[2].resamples)
+        if key[2].resamples:  # the whole analysis waits until the test has looked
+            assert hold.wait(300)
+        return real(engine_, key, progress)
+
+    monkeypatch.setattr(reports, "compute", held)
+    seen = service.analysis_look(engine, admin, study.id, SETTINGS)
+    for _ in range(6000):
+        if seen.result is not None:
+            break
+        time.sleep(0.05)
+        seen = service.analysis_look(engine, admin, study.id, SETTINGS)
+    assert seen.first and not seen.current and seen.running and seen.votes == 20
+    assert seen.result["agreement"]["questions"] and seen.result["correlation"]["metrics"]
+    assert all(m["pearson"] is not None for m in seen.result["correlation"]["metrics"])
+    assert computed == [0, SETTINGS.resamples]  # the cheap one first
+    hold.set()
+    done = analysis_jobs.wait(engine, admin, study.id, SETTINGS)
+    assert done.current and not done.first and done.result["n_votes"] == 20
+    assert done.computed is not None
 
 
 def test_an_analysis_dropped_from_the_cache_is_computed_again(engine, tmp_path):
