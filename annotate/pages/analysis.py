@@ -121,13 +121,14 @@ def render() -> None:
         condition = st.selectbox("System (condition)", systems, key="analysis-condition") if len(systems) > 1 else None
     # study_analysis keeps one result per study state and settings (shared with the exports and the
     # report), so widgets that re-run this page cost nothing; the bar moves only when it computes.
-    result = _shown_result(engine, user, study, settings, condition)
+    result, freshness = _shown_result(engine, user, study, settings, condition)
     if result is None:
         return
     if not result.get("n_votes"):
         st.info("No votes yet.")
         return
     summary = _answers(engine, user, study, result)
+    st.caption(freshness)  # under the answers, so that they and the forest plot keep the first screen
     if result.get("calibration"):
         _lambda_section(result["calibration"], summary.topic("lambda"))
     st.divider()  # below: the tables, each with its CSV download
@@ -209,19 +210,19 @@ def _wait_seconds() -> float:
         return 0.5
 
 
-def _shown_result(engine, user, study, settings: AnalysisSettings, condition: str | None) -> dict | None:
+def _shown_result(engine, user, study, settings: AnalysisSettings, condition: str | None) -> tuple[dict | None, str]:
     """The analysis to lay out now (``service.analysis_look``: computed in the background, issues 27 and
     38): the current one; or, while it is computed, the newest one of fewer votes (else the first answers
     of the study as it is now, without intervals), said so, under a progress bar that follows the
     computation and brings the current one in when it is done; or nothing yet.  A revisit never shows
     less than this session's last look at the same settings did (``_kept``).  A line says on how many
-    votes and when the shown analysis was computed."""
+    votes and when the shown analysis was computed (returned beside it, for the page to place)."""
     retry = st.session_state.pop(f"analysis-retry-{study.id}", False)
     seen = guard(
         lambda: service.analysis_look(engine, user, study.id, settings, condition=condition, retry=retry, wait=_wait_seconds())
     )
     if seen is None:
-        return None
+        return None, ""
     seen = _kept(study.id, settings, condition, seen)
     if seen.error:
         st.error("The analysis of these settings failed:")
@@ -239,9 +240,7 @@ def _shown_result(engine, user, study, settings: AnalysisSettings, condition: st
                 f"Shown: the analysis of {seen.votes} votes with these settings; the study as it is now is being "
                 "analysed and replaces it when done."
             )
-    if seen.result is not None and seen.result.get("n_votes"):
-        st.caption(_freshness(seen))
-    return seen.result
+    return seen.result, _freshness(seen)
 
 
 def _freshness(seen) -> str:
