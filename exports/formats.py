@@ -114,7 +114,7 @@ FORMATS = {
             "votes-csv",
             "votes.csv",
             _single("votes.csv", lambda r: tables.votes_csv(_rows(r))),
-            "current votes (every event with --history), tidy CSV",
+            "current votes (or every vote event), tidy CSV",
         ),
         Format(
             "votes-jsonl", "votes.jsonl", _single("votes.jsonl", lambda r: tables.votes_jsonl(_rows(r))), "the same as JSON lines"

@@ -36,3 +36,9 @@ def test_every_sample_folder_is_documented_and_reads():
     assert {d.id for d in fga} == {d.id for d in as_json}
     calls = sorted(p.name for p in (PACKAGE_SAMPLE_DATA / "dstc2").iterdir())
     assert len(calls) == 3 and all((PACKAGE_SAMPLE_DATA / "dstc2" / c / "label.json").is_file() for c in calls)
+
+
+def test_the_export_list_the_pages_show_names_no_command_line_flag():
+    from exports.formats import FORMATS
+
+    assert [f.name for f in FORMATS.values() if "--" in f.description] == []
