@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, exists, func, select, true
+from sqlalchemy import and_, exists, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from annotate import allocation, assignment, membership, votes
@@ -37,21 +37,50 @@ class NotLoggedIn(PermissionDenied):
     """The session token is unknown, expired or revoked: the page asks to log in again."""
 
 
+class AnsweredElsewhere(Exception):  # noqa: N818 (an outcome, like votes.Reassigned)
+    """The item's answers changed since this tab drew them (another tab of the same person answered it):
+    nothing was stored; ``answers`` are the answers stored now.  The tab shows them and says so, and only
+    a press made with them on the screen changes them (issue 38: never silently)."""
+
+    def __init__(self, answers: dict[str, str]):
+        super().__init__("answered in another tab")
+        self.answers = answers
+
+
 @dataclass(frozen=True)
 class Progress:
     """The progress line: items this annotator judged, the study's items, how much of the study's
-    judgements (or budget) is done, and a crowd worker's quota (None: no quota)."""
+    judgements (or budget) is done, a crowd worker's quota (None: no quota), and the items still open to
+    this annotator (``open``: the item they hold, those they skipped, and those they never had that still
+    have a free place; None: not counted).
+
+    "N of M for you" (issue 38): M is what this person judged plus what is still open to them, so M is
+    the most they can still reach; it falls when others fill the places first and grows when an admin
+    adds places.  The bar is theirs; the study's share is said apart, in words."""
 
     mine: int
     items: int
     study_fraction: float
     quota: int | None = None
+    open: int | None = None
+
+    @property
+    def for_you(self) -> int | None:
+        """M of "N of M for you": the quota of a crowd worker, else judged + still open (None: unknown)."""
+        if self.quota:
+            return self.quota
+        return None if self.open is None else self.mine + self.open
 
     def bar(self) -> tuple[float, str]:
-        """The progress bar's fraction and its words."""
+        """The progress bar's fraction (this person's) and its words (theirs, then the study's apart)."""
         if self.quota:
             return min(1.0, self.mine / self.quota), f"You have judged {self.mine} of {self.quota} items"
-        return self.study_fraction, f"You have judged {self.mine} items · the study is {100 * self.study_fraction:.0f}% complete"
+        study = f"study {100 * self.study_fraction:.0f}% complete"
+        total = self.for_you
+        if total is None:
+            return self.study_fraction, f"You have judged {self.mine} · {study}"
+        fraction = self.mine / total if total else 1.0
+        return fraction, f"You have judged {self.mine} of {total} for you · {study}"
 
 
 @dataclass(frozen=True)
@@ -191,14 +220,28 @@ def _progress(session: Session, user: Annotator, study_id: int, study: Access) -
         .where(Assignment.study_id == study_id, Assignment.status == assignment.DONE)
         .scalar_subquery()
     )
-    done, skipped_any, voted_any, total, places, judged = session.execute(
-        select(mine, skipped, voted, total, places, judged)
+    # still open to this person: the items they hold or skipped, and those they never had (as claim_next
+    # chooses: no place of theirs but a reclaimed one) that still have a free place
+    theirs = select(Assignment.item_id).where(Assignment.study_id == study_id, Assignment.annotator_id == user.id)
+    held = theirs.where(Assignment.status.in_((assignment.ACTIVE, assignment.SKIPPED)))
+    had = theirs.where(Assignment.status != assignment.RECLAIMED)
+    open_now = (
+        select(func.count())
+        .where(
+            Item.study_id == study_id,
+            Item.included == true(),
+            or_(Item.id.in_(held), and_(Item.holders < assignment.capacity(study.overlap), Item.id.not_in(had))),
+        )
+        .scalar_subquery()
+    )
+    done, skipped_any, voted_any, total, places, judged, open_count = session.execute(
+        select(mine, skipped, voted, total, places, judged, open_now)
     ).one()
     # against the budget when the study has one (it closes once that is spent): issue 24
     needed = allocation.judgements_total(allocation.design_of(study.settings), int(places or 0))
     quota = (study.settings.get("crowd") or {}).get("quota") if user.role == WORKER else None
     fraction = min(1.0, (judged or 0) / needed) if needed else 1.0
-    return Progress(int(done or 0), int(total), fraction, quota), bool(skipped_any or voted_any)
+    return Progress(int(done or 0), int(total), fraction, quota, int(open_count or 0)), bool(skipped_any or voted_any)
 
 
 def _screen(
@@ -258,12 +301,15 @@ def answer(
     seconds: float | None = None,
     then: int | None = None,
     token: str | None = None,
+    expected: dict[str, str] | None = None,
     now=None,
 ) -> Screen:
     """One judgement on the item the tab showed, in the caller's write transaction: the answers stored
     (or refused: ``votes.Reassigned``, ``votes.CapacityError``, ``StudyError``), then the screen to show
     next: the same item while the judgement is incomplete (``done`` False); else ``then`` (the item the
-    tab left for a review, when it is still the annotator's), else the next item, claimed."""
+    tab left for a review, when it is still the annotator's), else the next item, claimed.
+    ``expected``: the answers the tab showed on the item (a page's press); when the stored ones differ
+    (another tab answered it meanwhile) nothing is stored: :class:`AnsweredElsewhere`."""
     now = now or utcnow()
     user = _login(session, user, token, now)
     # The study's access rule first: a person who is not on the study gets its refusal whatever the
@@ -278,6 +324,10 @@ def answer(
         raise PermissionDenied("no such item in this study")
     if allowed[1] is None and user.role != "admin":
         raise PermissionDenied("this item is not assigned to you")
+    if expected is not None:
+        stored_now = answers_of(session, user, item_id)[0]
+        if stored_now != expected:
+            raise AnsweredElsewhere(stored_now)
     allocation.before_judgement(session, study_id, item_id)
     votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds, now=now)
     closed = allocation.after_judgement(session, study_id, item_id)  # True: this judgement spent the budget
@@ -355,11 +405,15 @@ def _label(position: int, key: str, preview: str, state: str, answers: dict[str,
     """``3. PMUL4648.json — “I need a train…” — satisfied yes``"""
     preview = " ".join(preview.split())
     preview = preview if len(preview) <= 70 else preview[:69] + "…"
-    binary = {q: v for q, v in answers.items() if v in ("0", "1")}
-    if state == "skipped":
-        answer_text = "(skipped)"
-    elif len(binary) <= 2:
-        answer_text = ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items())
-    else:
-        answer_text = f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"
+    answer_text = "(skipped)" if state == "skipped" else answer_words(answers)
     return f"{position + 1}. {key} — “{preview}” — {answer_text}"
+
+
+def answer_words(answers: dict[str, str]) -> str:
+    """An annotator's answers on one item in a few words: ``satisfied yes``, ``human_like yes, correct
+    no``, ``5 of 6 marked correct`` (an SLU turn's acts); the go-back list, the saved mark and the
+    answered-in-another-tab note say them alike."""
+    binary = {q: v for q, v in answers.items() if v in ("0", "1")}
+    if len(binary) <= 2:
+        return ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items()) or "no answer"
+    return f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"

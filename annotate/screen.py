@@ -12,6 +12,10 @@ that item or refused with a message — never redirected to another item:
 - Two tabs of one annotator each keep their own screen: an answer in the second tab to the item the
   first tab already judged is stored on that item (a change of answer, a new event), not on the item
   the first tab moved on to.
+- Two tabs told apart (issue 38): a tab remembers the answers it showed on its item (:func:`drawn`).
+  When the item's stored answers differ from what the tab knew of them (another tab of the same person
+  answered it), the tab says so and shows them; a press made before it said so stores nothing
+  (``loop.AnsweredElsewhere``: "answered in another tab"), and a press made after is an explicit change.
 - The pages key every answer button by the item id (``ItemContext.key``): a press that reaches the
   server after its tab moved on (a quick double press) matches no button on the new screen and stores
   nothing.
@@ -30,12 +34,13 @@ from sqlalchemy import Engine
 
 from annotate import service
 from annotate.auth import PermissionDenied, StudyClosed
-from annotate.loop import NotLoggedIn, Screen
+from annotate.loop import AnsweredElsewhere, NotLoggedIn, Screen
 from annotate.store.db import unreachable
 from annotate.store.models import Annotator, Item, utcnow
 from annotate.votes import Reassigned
 
 REASSIGNED = "This item was reassigned to another annotator; here is your next one."
+ELSEWHERE = "Not stored: this item was answered in another tab meanwhile."  # the page then shows that answer
 
 
 def screen_key(study_id: int) -> str:
@@ -97,6 +102,23 @@ def shown(engine: Engine, user: Annotator, study_id: int, state: MutableMapping)
     return current(engine, user, study_id, state).item
 
 
+def _displayed(item_id: int) -> str:
+    return f"displayed-{item_id}"  # the answers on the tab's screen in its last run: a press's "expected"
+
+
+def _known(item_id: int) -> str:
+    return f"known-{item_id}"  # the answers this tab knew: on its first drawing of the item, then its own
+
+
+def drawn(state: MutableMapping, item_id: int, answers: dict[str, str]) -> dict[str, str] | None:
+    """The page draws the item with its stored ``answers``: remembered as the tab's screen (the next
+    press expects them).  Returns them when they are not what this tab knew (another tab answered the
+    item since this one first drew it, and this tab stored nothing since): the page says so."""
+    state[_displayed(item_id)] = dict(answers)
+    known = state.setdefault(_known(item_id), dict(answers))
+    return dict(answers) if answers != known else None
+
+
 def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> None:
     """The tab is done with its item (judged, skipped, review left): the next run shows the next one."""
     state.pop(review_key(study_id), None)
@@ -106,6 +128,8 @@ def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> N
     if item_id is not None:
         state.pop(f"shown-{item_id}", None)
         state.pop(f"view-{item_id}", None)  # the page's rendered view of the item (annotate.pages.views)
+        state.pop(_displayed(item_id), None)
+        state.pop(_known(item_id), None)
 
 
 def vote(
@@ -131,12 +155,25 @@ def vote(
     then = state.get(screen_key(study_id)) if reviewing else None
     try:
         screen = service.answer(
-            engine, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
+            engine,
+            user,
+            study_id,
+            item_id,
+            answers,
+            done=done,
+            comment=comment,
+            seconds=seconds,
+            then=then,
+            token=token,
+            expected=state.get(_displayed(item_id)),
         )
     except Reassigned as err:
         state.pop(PENDING, None)
         leave(state, study_id, item_id)
         return Outcome(False, REASSIGNED, str(err))
+    except AnsweredElsewhere:  # the item stays; the next run shows its answers now, and says so
+        state.pop(PENDING, None)
+        return Outcome(False, ELSEWHERE)
     except Exception as err:
         if not unreachable(err):  # refused: nothing pending
             state.pop(PENDING, None)
@@ -148,6 +185,8 @@ def vote(
     state[LAST_SAVED] = item_id
     if done:
         leave(state, study_id, item_id)
+    else:  # the item stays (one of CoCo's two questions): this tab's own answer is known, not "elsewhere"
+        state[_displayed(item_id)] = state[_known(item_id)] = dict(screen.answers)
     _remember(state, study_id, screen)
     return Outcome(True, screen=screen)
 

@@ -92,9 +92,11 @@ def answer(
     seconds: float | None = None,
     then: int | None = None,
     token: str | None = None,
+    expected: dict[str, str] | None = None,
 ) -> loop.Screen:
     """One judgement, and the screen to show next (the next item claimed when ``done``; ``then``: an
-    item to show instead, the one a tab left for a review): one write transaction."""
+    item to show instead, the one a tab left for a review): one write transaction.  ``expected``: the
+    answers the tab showed (``loop.AnsweredElsewhere`` when another tab changed them)."""
     if not answers:
         raise StudyError("nothing to save")
     began = False
@@ -102,7 +104,17 @@ def answer(
         with write_session(engine) as session:
             began = True
             return loop.answer(
-                session, user, study_id, item_id, answers, done=done, comment=comment, seconds=seconds, then=then, token=token
+                session,
+                user,
+                study_id,
+                item_id,
+                answers,
+                done=done,
+                comment=comment,
+                seconds=seconds,
+                then=then,
+                token=token,
+                expected=expected,
             )
     except Exception as err:
         if not began:  # the transaction never opened (SQLite: BEGIN IMMEDIATE failed): nothing was sent

@@ -185,7 +185,7 @@ def store_annotator(
 
 JUDGED_MORE = """before => {
   const main = document.querySelector('[data-testid="stMain"]');
-  const found = /You have judged (\\d+) items/.exec(main ? main.innerText : "");
+  const found = /You have judged (\\d+) /.exec(main ? main.innerText : "");
   return found !== null && Number(found[1]) > before;
 }"""
 
@@ -207,7 +207,7 @@ def _judged(page) -> int | None:
         text = page.get_by_test_id("stMain").inner_text(timeout=2000)
     except Exception:  # reconnecting to the other server
         return None
-    found = re.search(r"You have judged (\d+) items", text)
+    found = re.search(r"You have judged (\d+) ", text)
     return int(found.group(1)) if found else None
 
 

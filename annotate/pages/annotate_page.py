@@ -13,10 +13,10 @@ import streamlit as st
 from annotate import screen, service
 from annotate.auth import PermissionDenied, StudyClosed
 from annotate.kinds import KINDS
-from annotate.loop import NotLoggedIn
+from annotate.loop import NotLoggedIn, answer_words
 from annotate.pages import join, outage
 from annotate.pages.context import app_engine, keep_study_in_url, require_user, scroll_to_top, show_refusal, study_in_url
-from annotate.pages.views import VIEWS, ItemContext
+from annotate.pages.views import COMMON_KEYS, KEYS, VIEWS, ItemContext
 from annotate.service import StudySummary
 from annotate.store.db import unreachable
 from annotate.store.models import WORKER
@@ -26,7 +26,11 @@ def render() -> None:
     user = require_user()
     engine = app_engine()
     studies = [s for s in service.list_studies(engine, user) if s.items]  # only the studies this person is on
-    st.title("Annotate")
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):  # the title, the guideline and the keys
+        st.title("Annotate", width="stretch")
+        st.button("Guideline", icon=":material/menu_book:", key="guideline", on_click=_show, args=("guideline",))
+        st.button("Keys (?)", icon=":material/keyboard:", key="keys", on_click=_show, args=("keys",))
+    st.html(NARROW_CSS)  # a phone's first screen holds the answer controls (issue 38)
     if not studies:
         if user.role == WORKER:  # their study closed (budget spent, archived, link closed)
             st.info("This study has closed.")
@@ -41,6 +45,7 @@ def render() -> None:
         study = st.selectbox(
             "Study",
             studies,
+            label_visibility="collapsed",  # the box names the study and its kind: "Study" above it says nothing more
             index=_first_choice(engine, user, studies),
             format_func=lambda s: f"{s.name} — {KINDS[s.kind].label}",
             key="study-choice",
@@ -52,9 +57,18 @@ def render() -> None:
             if key != screen.screen_key(study.id):  # their places went back: the next visit claims afresh
                 del st.session_state[key]
         st.session_state["annotating-study"] = study.id
-    with st.sidebar.expander("Guideline", icon=":material/menu_book:"):  # beside the item, never pushing it down
-        st.text(study.guideline or "No guideline was given for this study.")
     item_panel(study)
+
+
+# On a narrow screen (a phone, 400 px) Streamlit's top padding and the page title take a quarter of the
+# first screen: both smaller there, so that every kind's answer controls are on the first screen at 400x800
+# (tests/browser/test_browser_fold.py).  Our own fixed CSS; nothing from the data goes in.
+NARROW_CSS = """<style>
+@media (max-width: 640px) {
+  [data-testid="stMainBlockContainer"] { padding-top: 3.25rem; }
+  [data-testid="stMain"] h1 { font-size: 1.6rem; padding: 0 0 0.25rem 0; }
+}
+</style>"""
 
 
 def _first_choice(engine, user, studies: list[StudySummary]) -> int:
@@ -86,14 +100,15 @@ def _seconds(item_id: int) -> float:
 
 def _outcome_note(study: StudySummary) -> None:
     """What became of this tab's last answer, when there is something to say (a refused answer)."""
-    outcome = st.session_state.pop(f"outcome-{study.id}", None)
+    outcome = st.session_state.pop(f"outcome-{study.id}", None)  # an Outcome not stored
     if st.session_state.get(screen.OUTAGE):  # an answer sent during an outage: was it stored?
         settled = screen.settle(app_engine(), require_user(), st.session_state)
         if settled is not None:
             (st.success if settled.stored else st.warning)(settled.message)
     if outcome is not None:
         st.warning(outcome.message, icon=":material/move_down:")
-        st.text(outcome.detail)  # names the item: plain text
+        if outcome.detail:
+            st.text(outcome.detail)  # names the item: plain text
     refusal = st.session_state.pop(f"refusal-{study.id}", None)
     if refusal is not None:
         show_refusal(*refusal)
@@ -131,15 +146,21 @@ def _item_panel(study: StudySummary) -> None:
     if now.closed:
         _closed(study, user)
         return
+    _tab_events(study)
+    if _first_visit(study, now):
+        return
     fraction, words = now.progress.bar()
     st.progress(fraction, text=words)
-    _go_back(study, user, now.has_history)
+    _toolbar(study)
     if item is None:
         if user.role == WORKER:
             join.finished(user)  # the completion code
         else:
             st.success("No more items for you in this study. Thank you!")
+            _offer_next_study(study, user)
+        _go_back(study, user, now.has_history)
         return
+    elsewhere = screen.drawn(state, item.id, now.answers)
     review_id = state.get(screen.review_key(study.id))
     if review_id == item.id:
         if state.get(f"review-state-{item.id}") == "skipped":
@@ -147,6 +168,11 @@ def _item_panel(study: StudySummary) -> None:
         else:
             st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
         st.button("Back to new items", key=f"leave-review-{item.id}", on_click=screen.leave, args=(state, study.id, item.id))
+    if elsewhere is not None:
+        st.warning(
+            f"Answered in another tab: {answer_words(elsewhere)}. A key here changes that answer (stored as a change).",
+            icon=":material/tab:",
+        )
     scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
     state.setdefault(f"shown-{item.id}", time.time())
     comment_key = f"comment-{item.id}"
@@ -156,17 +182,137 @@ def _item_panel(study: StudySummary) -> None:
         item=item,
         answers=now.answers,
         state=state,
-        vote=lambda chosen, done: (_answer(study.id, item.id, chosen, done), _rerun_item()),
+        vote=lambda chosen, done: (_answer(study.id, item.id, chosen, done, item.key), _rerun_item()),
         skip_button=lambda: st.button(
             "Skip", shortcut="s", key=f"skip-{item.id}", help="Pass on this item (s)", on_click=_skip, args=(study.id, item.id)
         ),
         comment_box=lambda: st.text_input("Comment (optional)", key=comment_key),
         finish=lambda: (screen.leave(state, study.id, item.id), _rerun_item()),
         audio=lambda: service.item_audio(engine, user, item.id),
-        on_answer=lambda chosen, done: _answer(study.id, item.id, chosen, done),
+        on_answer=lambda chosen, done: _answer(study.id, item.id, chosen, done, item.key),
         on_finish=lambda: screen.leave(state, study.id, item.id),
     )
     VIEWS[study.kind](st, context)
+    _go_back(study, user, now.has_history)
+
+
+# --- the annotator's own view (issue 38, items 4 and 5) -------------------------------------------------
+
+SAVED = "saved-mark"  # (study id, item id, item key, answers) of this tab's last stored answer
+
+
+def _first_visit(study: StudySummary, now) -> bool:
+    """On a person's first visit to a study that has a guideline (nothing judged or skipped there yet, and
+    not started in this session) the guideline takes the main column, at a readable width, with one
+    button to start; True while it is shown (the item waits, held for them).  A study without a guideline
+    starts with its first item."""
+    state = st.session_state
+    started = f"guideline-read-{study.id}"
+    if now.has_history or state.get(started) or now.item is None or not (study.guideline or "").strip():
+        return False
+    with st.container(border=True, width=760):
+        st.subheader("Before you start: the guideline")
+        with st.container(height=340, border=False):  # scrolls inside, so the button below stays on the first screen
+            st.text(study.guideline or "No guideline was given for this study.")  # an admin's text: never Markdown
+        st.button("Start judging", type="primary", key=f"start-{study.id}", on_click=state.__setitem__, args=(started, True))
+        st.caption("The guideline stays one click away (Guideline, beside the title); press ? for the keys.")
+    return True
+
+
+def _toolbar(study: StudySummary) -> None:
+    """Under the progress bar: the saved mark of this tab's last answer with its undo (u); and the
+    guideline or the key overview when asked for (the buttons beside the title, or "?")."""
+    state = st.session_state
+    saved = state.get(SAVED)
+    if saved is not None and saved[0] == study.id:
+        with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+            st.caption(f":material/check_circle: Saved: {answer_words(saved[3])}")  # our own words
+            st.button(
+                "Undo (u)",
+                shortcut="u",
+                key=f"undo-{study.id}",
+                help=f"Reopen the item you answered last ({saved[2]}), with your answer shown, to change it",
+                on_click=_undo,
+                args=(study.id, saved[1]),
+            )
+    shown = state.pop("annotate-dialog", None)
+    if shown == "guideline":
+        _guideline_dialog(study.guideline)
+    elif shown == "keys":
+        _keys_dialog(study.kind)
+
+
+def _show(what: str) -> None:
+    st.session_state["annotate-dialog"] = what
+
+
+@st.dialog("Guideline", width="large")
+def _guideline_dialog(guideline: str) -> None:
+    st.text(guideline or "No guideline was given for this study.")  # an admin's text: never Markdown
+
+
+@st.dialog("Keys")
+def _keys_dialog(kind: str) -> None:
+    rows = [*KEYS.get(kind, ()), *COMMON_KEYS]
+    st.markdown("\n".join(f"- **{key}** {what}" for key, what in rows))  # our own words only
+    st.caption("Keys act on the page, not while you type in a box (click outside it first).")
+
+
+def _undo(study_id: int, item_id: int) -> None:
+    """*Undo* (u): the item answered last comes back on the screen with the answer shown, as a change
+    (the go-back list's *Open it* for that item); a late press on another study does nothing."""
+    state = st.session_state
+    saved = state.get(SAVED)
+    if saved is None or saved[:2] != (study_id, item_id):
+        return
+    state[screen.review_key(study_id)] = item_id
+    state[f"review-state-{item_id}"] = "judged"
+
+
+_EVENTS_JS = """
+export default function(component) {
+  const { setTriggerValue } = component;
+  const typing = (t) => t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
+  const onKey = (e) => {
+    if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    e.preventDefault();
+    setTriggerValue("keys", Date.now());
+  };
+  const onShown = () => { if (document.visibilityState === "visible") setTriggerValue("shown", Date.now()); };
+  document.addEventListener("keydown", onKey);
+  document.addEventListener("visibilitychange", onShown);
+  return () => {
+    document.removeEventListener("keydown", onKey);
+    document.removeEventListener("visibilitychange", onShown);
+  };
+}
+"""
+_events = None
+
+
+def _tab_events(study: StudySummary) -> None:
+    """Two browser events Streamlit's shortcuts do not give, as one tiny component of our own fixed
+    script: the "?" key (the key overview) and the tab coming back into view (the item is read again, so
+    a tab left behind shows an answer given meanwhile in another tab before any key is pressed there)."""
+    global _events
+    if _events is None:
+        import streamlit.components.v2 as components
+
+        _events = components.component("dst_judge.tab_events", js=_EVENTS_JS)
+    _events(key="tab-events", on_keys_change=lambda: _show("keys"), on_shown_change=lambda: None)
+
+
+def _offer_next_study(study: StudySummary, user) -> None:
+    """The next open study of this person (another one, with items), one click away; or a word that
+    there is none."""
+    others = [s for s in service.list_studies(app_engine(), user) if s.items and s.id != study.id]
+    if not others:
+        st.text("No other study is open for you now. Thank you!")
+        return
+    st.text(f"Next open study: {others[0].name}")  # an admin's text: plain
+    st.button(
+        "Go on with the next open study", type="primary", key=f"next-study-{study.id}", on_click=_choose_study, args=(others[0],)
+    )
 
 
 def _go_back(study: StudySummary, user, has_history: bool) -> None:
@@ -200,7 +346,7 @@ def _open_earlier(study_id: int, earlier) -> None:
     state[f"back-box-{study_id}"] = False
 
 
-def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool) -> None:
+def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool, item_key: str = "") -> None:
     """An answer button's callback: the answers stored on ``item_id`` (the item the tab showed) in one
     write that returns the next screen, before the item fragment runs; what went wrong is kept for
     that run to show."""
@@ -224,8 +370,12 @@ def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool) ->
         return
     if outcome is None:  # a late or repeated press (the tab moved on): nothing stored, nothing to say
         return
-    if not outcome.stored:  # reassigned meanwhile: say so above the next item
+    if not outcome.stored:  # reassigned or answered in another tab meanwhile: said above the item
         state[f"outcome-{study_id}"] = outcome
+        return
+    known = state.get(SAVED)
+    before = known[3] if known is not None and known[:2] == (study_id, item_id) else {}
+    state[SAVED] = (study_id, item_id, item_key, {**before, **answers})  # the saved mark (and what undo reopens)
 
 
 def _skip(study_id: int, item_id: int) -> None:
@@ -276,14 +426,7 @@ def _closed(study: StudySummary, user=None) -> None:
     if user.role == WORKER:
         join.finished(user)
         return
-    others = [s for s in service.list_studies(app_engine(), user) if s.items and s.id != study.id]
-    if not others:
-        st.text("No other study is open for you now. Thank you!")
-        return
-    st.text(f"Next open study: {others[0].name}")
-    st.button(
-        "Go on with the next open study", type="primary", key=f"next-study-{study.id}", on_click=_choose_study, args=(others[0],)
-    )
+    _offer_next_study(study, user)
 
 
 def _choose_study(study: StudySummary) -> None:

@@ -26,6 +26,15 @@ def login(name: str, password: str) -> AppTest:
     app.text_input[1].input(password)
     app.button[0].click().run()
     assert not app.exception, app.exception
+    return start_judging(app)
+
+
+def start_judging(app: AppTest) -> AppTest:
+    """A first visit to a study with a guideline shows the guideline first: *Start judging*, as a person would."""
+    start = [b for b in app.button if b.label == "Start judging"]
+    if start:
+        start[0].click().run()
+        assert not app.exception, app.exception
     return app
 
 
@@ -33,7 +42,7 @@ def choose_study(app: AppTest, kind_label: str) -> AppTest:
     box = app.selectbox(key="study-choice")
     box.select_index(next(i for i, label in enumerate(box.options) if kind_label in label)).run()
     assert not app.exception, app.exception
-    return app
+    return start_judging(app)
 
 
 def page_as(page_name: str, token: str) -> AppTest:

@@ -92,6 +92,15 @@ def log_in(page, name: str, password: str, landing: str = "Annotate") -> None:
     # The session cookie is set by a component after the page renders; wait for it and the rerun it causes.
     assert eventually(lambda: any(c["name"] == COOKIE_NAME for c in page.context.cookies()))
     wait_idle(page)
+    if landing == "Annotate":
+        start_judging(page)
+
+
+def start_judging(page) -> None:
+    """A first visit to a study with a guideline shows the guideline first: *Start judging*, as a person would."""
+    start = page.get_by_role("button", name="Start judging")
+    if start.count():
+        after_run(page, start.click)
 
 
 def press(page, key: str) -> None:
@@ -114,6 +123,7 @@ def eventually(check, timeout: float = 15.0):
 def choose_study(page, name_part: str) -> None:
     page.get_by_test_id("stSelectbox").first.click()
     after_run(page, lambda: page.get_by_role("option", name=name_part).first.click())
+    start_judging(page)
 
 
 def votes_of(server, name: str) -> list[tuple[str, str]]:

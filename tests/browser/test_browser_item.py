@@ -18,6 +18,7 @@ from tests.browser_harness import (
     CHROMIUM,
     CHROMIUM_ARGS,
     RUN_COUNTER,
+    after_run,
     database_server,
     in_viewport,
     require_chromium,
@@ -62,6 +63,16 @@ def test_the_longest_dialogue_fits_the_first_screen(longest_server):
         page.goto(longest_server.url)
         wait_idle(page)
         log_in(page, "rater", "rater-password")
+        # the first visit: the guideline in the main column at a readable width, its button on the first screen
+        start = page.get_by_role("button", name="Start judging")
+        start.wait_for()
+        assert page.get_by_text("What is Dialogue State Tracking", exact=False).first.is_visible()
+        assert in_viewport(page, start)
+        assert page.get_by_role("button", name="Satisfied (1)").count() == 0  # the item waits
+        width = page.get_by_text("What is Dialogue State Tracking", exact=False).first.bounding_box()["width"]
+        assert 500 < width <= 760, width
+        screenshot(page, "29-guideline-on-the-first-visit")
+        after_run(page, start.click)
         satisfied = page.get_by_role("button", name="Satisfied (1)")
         satisfied.wait_for()
         screenshot(page, "30-compact-item-on-arrival")
@@ -87,10 +98,10 @@ def test_the_longest_dialogue_fits_the_first_screen(longest_server):
         assert "✗ 2" in text and "− missing restaurant-name=mahal of cambridge" in text
         page.locator("#dstj-turn-2 summary").click()
         assert page.locator("#dstj-turn-2 details[open]").count() == 1
-        # the guideline opens beside the item, in the sidebar, and moves nothing
-        top = satisfied.bounding_box()["y"]
-        page.get_by_text("Guideline").first.click()
-        page.get_by_text("What is Dialogue State Tracking", exact=False).first.wait_for()
-        screenshot(page, "32-guideline-in-the-sidebar")
-        assert satisfied.bounding_box()["y"] == top
+        # afterwards the guideline is one click away (beside the title), in a dialog at a readable width
+        page.get_by_role("button", name="Guideline").first.click()
+        dialog = page.get_by_role("dialog")
+        dialog.get_by_text("What is Dialogue State Tracking", exact=False).first.wait_for()
+        assert dialog.bounding_box()["width"] >= 600
+        screenshot(page, "32-guideline-in-a-dialog")
         browser.close()

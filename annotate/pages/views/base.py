@@ -51,8 +51,15 @@ def context_turns(st, turns) -> None:
 
 
 VIEWS: dict[str, Callable[[Any, ItemContext], None]] = {}
+KEYS: dict[str, tuple[tuple[str, str], ...]] = {}  # a kind's answer keys, for the key overview ("?")
+COMMON_KEYS = (
+    ("s", "Skip this item (it comes back once nothing else is left)"),
+    ("u", "Undo: reopen the item you answered last, with your answer shown, to change it"),
+    ("?", "This overview of the keys"),
+)
 
 
-def register_view(kind: str, render: Callable[[Any, ItemContext], None]) -> None:
-    """The view of a kind (one call per view module, beside the kind's own ``register``)."""
+def register_view(kind: str, render: Callable[[Any, ItemContext], None], keys: tuple[tuple[str, str], ...] = ()) -> None:
+    """The view of a kind and its answer keys (one call per view module, beside the kind's own ``register``)."""
     VIEWS[kind] = render
+    KEYS[kind] = keys

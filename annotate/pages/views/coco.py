@@ -17,10 +17,10 @@ BUTTONS = {  # question -> (label, shortcut, value): the keys 1-4 of every CoCo 
 
 
 def render(st, ctx: ItemContext) -> None:
-    """What is judged first, then the answers, then the context: at 1400x900 the system utterance, the
-    candidate user turn, its turn-level state, both questions with their buttons, Skip and the comment are
-    on the first screen on arrival (``tests/browser/test_browser_fold.py``); the dialogue so far follows
-    below, for reading on."""
+    """What is judged first, then the answers, then the context: at 1400x900 and at 400x800 the system
+    utterance, the candidate user turn, its turn-level state, both questions with their buttons, Skip and
+    the comment are on the first screen on arrival (``tests/browser/test_browser_fold.py``; the buttons
+    are one row that wraps on a phone); the dialogue so far follows below, for reading on."""
     item, answers = ctx.item, ctx.answers
     view = item_view(item.payload)
     with st.container(border=True, gap="xsmall"):
@@ -31,16 +31,24 @@ def render(st, ctx: ItemContext) -> None:
         st.caption("Turn-level belief state it should express")
         st.text(view["turn_label"])
     shown = {q: YES_NO.get(answers.get(q, ""), "—") for q in ("human_like", "correct")}
-    questions = st.columns([8, 8, 3], vertical_alignment="bottom")  # each question over its two buttons
+    questions = st.columns(2, vertical_alignment="bottom")  # each question over its two buttons
     for column, question in zip(questions, ("human_like", "correct")):
         column.caption(f"{QUESTION_SHORT[question]} Your answer: {shown[question]}")
-    with questions[2].popover("Comment", use_container_width=True):
-        ctx.comment_box()
-    columns = st.columns([4, 4, 4, 4, 3])
-    for column, (question, (label, key, value)) in zip(columns, [(q, b) for q in BUTTONS for b in BUTTONS[q]]):
+    with st.container(horizontal=True, gap="small"):  # one row; on a phone they wrap, two or three to a row
+        _buttons(st, ctx, answers)
+        with st.popover("Comment"):
+            ctx.comment_box()
+    st.subheader("Dialogue so far")
+    if not view["history"]:
+        st.caption("(this is the first turn)")
+    context_turns(st, view["history"])
+
+
+def _buttons(st, ctx: ItemContext, answers: dict[str, str]) -> None:
+    for question, (label, key, value) in [(q, b) for q in BUTTONS for b in BUTTONS[q]]:
         chosen = answers.get(question) == value
         other = "correct" if question == "human_like" else "human_like"
-        column.button(
+        st.button(
             label,
             shortcut=key,
             key=ctx.key(f"coco-{key}"),
@@ -49,12 +57,8 @@ def render(st, ctx: ItemContext) -> None:
             on_click=ctx.on_answer,
             args=({question: value}, other in answers),  # complete once both questions have an answer
         )
-    with columns[4]:
-        ctx.skip_button()
-    st.subheader("Dialogue so far")
-    if not view["history"]:
-        st.caption("(this is the first turn)")
-    context_turns(st, view["history"])
+    ctx.skip_button()
 
 
-register_view("coco", render)
+KEYS = (("1", "Human-like: yes"), ("2", "Human-like: no"), ("3", "Correct: yes"), ("4", "Correct: no"))
+register_view("coco", render, keys=KEYS)

@@ -52,4 +52,4 @@ def render(st, ctx: ItemContext) -> None:
     st.html(html)
 
 
-register_view("satisfaction", render)
+register_view("satisfaction", render, keys=(("1", "Satisfied with the whole dialogue"), ("0", "Not satisfied")))

@@ -1,6 +1,6 @@
 """The SLU item (DSTC handbook, Appendix E): the turn (system prompt, recording, transcription box with
-its status, ASR N-best) on the left; *Save and next*, *Skip*, the comment and one compact row per
-recognised act (keys 1-9 flip an act, Ctrl+Enter saves) on the right; the turns around it below."""
+its status, ASR N-best) on the left, one compact row per recognised act (keys 1-9 flip an act) on the
+right, *Save and next* (Ctrl+Enter), *Skip* and the comment above both; the turns around it below."""
 
 from __future__ import annotations
 
@@ -17,12 +17,32 @@ def _flip(state, key: str) -> None:
 
 
 def render(st, ctx: ItemContext) -> None:
-    """Everything to act on is on the first screen on arrival at 1400x900 (``tests/browser/test_browser_fold.py``):
-    on the left the turn (its system prompt, the recording, the transcription box with its status, then the
-    ASR N-best it starts from); on the right *Save and next*, *Skip* and the comment, then one compact row
-    per recognised act.  The two turns before and after are context and come below both columns."""
+    """Everything to act on is on the first screen on arrival at 1400x900 (``tests/browser/test_browser_fold.py``),
+    and *Save and next*, *Skip* and the transcription box at 400x800 too: first *Save and next*, *Skip* and
+    the comment in one row; then on the left the turn (its system prompt, the recording, the transcription
+    box with its status, then the ASR N-best it starts from) and on the right one compact row per
+    recognised act.  The two turns before and after are context and come below both columns."""
     item, answers = ctx.item, ctx.answers
     view = item_view(item.payload)
+    transcription_key = f"transcription-{item.id}"
+    keys = {name: f"act-{item.id}-{position}" for position, (name, _score, _auto) in enumerate(view["acts"])}
+    # Save, Skip and the comment first, over both columns: on a phone (the columns one under the other)
+    # they are on the first screen too (issue 38)
+    with st.container(horizontal=True, gap="small", vertical_alignment="center"):
+        st.button(
+            "Save and next",
+            shortcut="Ctrl+Enter",
+            key=ctx.key("slu-save"),
+            type="primary",
+            on_click=_save,
+            args=(ctx, keys, transcription_key, f"status-{item.id}"),
+        )
+        ctx.skip_button()
+        with st.popover("Comment (optional)"):
+            ctx.comment_box()
+    left = ctx.state.pop(f"slu-unmarked-{item.id}", None)
+    if left:
+        st.warning(f"Mark every act correct or incorrect first ({left} left).")
     turn, acts = st.columns([1, 1], gap="medium")
     with turn:
         with st.container(border=True):
@@ -31,7 +51,6 @@ def render(st, ctx: ItemContext) -> None:
             recording = ctx.cached("audio", ctx.audio) if item.payload.get("audio") else None  # read once per item
             if recording is not None:  # the caller's own words, when the call folder had the audio
                 st.audio(recording[2], format=recording[1])
-            transcription_key = f"transcription-{item.id}"
             if transcription_key not in ctx.state:
                 ctx.state[transcription_key] = answers.get("transcription", view["transcription_start"])
             box, status_box = st.columns([3, 2])
@@ -44,28 +63,11 @@ def render(st, ctx: ItemContext) -> None:
                 key=f"status-{item.id}",
             )
             st.caption("What the recogniser heard (ASR N-best)")
-            st.text("\n".join(view["asr"]) or "(nothing)")
+            st.text("  ·  ".join(view["asr"]) or "(nothing)")  # one paragraph: a phone keeps Save on its first screen
     with acts:
-        keys = {name: f"act-{item.id}-{position}" for position, (name, _score, _auto) in enumerate(view["acts"])}
         for name, _score, auto in view["acts"]:  # the defaults live in the state, so a shortcut can flip them
             if keys[name] not in ctx.state:
                 ctx.state[keys[name]] = answers.get(name, "1" if auto else None)
-        save, skip, comment = st.columns([5, 2, 4])
-        save.button(
-            "Save and next",
-            shortcut="Ctrl+Enter",
-            key=ctx.key("slu-save"),
-            type="primary",
-            on_click=_save,
-            args=(ctx, keys, transcription_key, f"status-{item.id}"),
-        )
-        left = ctx.state.pop(f"slu-unmarked-{item.id}", None)
-        if left:
-            st.warning(f"Mark every act correct or incorrect first ({left} left).")
-        with skip:
-            ctx.skip_button()
-        with comment.popover("Comment (optional)", use_container_width=True):
-            ctx.comment_box()
         st.markdown("**Recognised acts: does each capture the complete meaning?**")
         with st.container(gap="xsmall"):  # compact rows: eight acts fit on the first screen
             _act_rows(st, ctx, view, keys)
@@ -125,4 +127,4 @@ def _save(ctx: ItemContext, keys: dict[str, str], transcription_key: str, status
         ctx.on_finish()
 
 
-register_view("slu", render)
+register_view("slu", render, keys=(("1-9", "Flip act 1-9: correct, press again: incorrect"), ("Ctrl+Enter", "Save and next")))
