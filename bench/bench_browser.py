@@ -1,6 +1,7 @@
 """Benchmark: in Chromium at 1400x900, key press -> the next item's content in the DOM, one annotator.
 
     python -m bench.bench_browser [--items 1000,20000] [--judgements 60] [--warmup 3] [--before REF] [--after REF] [--json]
+    python -m bench.bench_browser --against potato [--potato-venv DIR] [--items 1000] [--judgements 60] [--warmup 3] [--json]
 
 For each study size, a satisfaction study of that many dialogues (``bench.corpus``, overlap 3) on an
 SQLite database of its own, served by the README start command (``python -m annotate serve
@@ -42,6 +43,33 @@ after / before of p50 and p95.
      "before": {...same...} | null, "ratio": {"1000": {"p50", "p95"}, ...} | null,
      "before_ref": REF | null, "before_commit": SHA | null, "setup": {...}}
 
+Against Potato (``--against potato``): the same measurement of DST Judge (the working tree, or ``--after
+REF``) and, side by side, of Potato (potato-annotation, installed in a venv of its own: ``--potato-venv``,
+else ``DST_JUDGE_POTATO_VENV``, else ``/tmp/potato-venv``; if it is not there, the bench says so in one
+line and exits 2).  Potato gets the same dialogues (``bench.corpus``; ``bench.potato_peer`` writes them as
+its JSON-lines items, the turns and the gold and predicted states as text, with a config of one radio
+question, "1" satisfied and "0" not satisfied by Potato's own ``key_value``, and an open login) in a
+project folder of its own, served by ``potato start config.yaml -p PORT``.  Both servers run at once, each
+annotator in its own browser context, and the presses alternate (DST Judge, Potato; Potato, DST Judge; ...).
+A press is, for each tool, what takes a person from one item to the next by keyboard:
+
+* DST Judge: one key, "1" or "0" (alternately), which records the judgement and brings the next item;
+* Potato: the option's key, "1" or "0" (alternately; it selects the radio option on ``keyup``), then
+  Potato's own Next key, ``ArrowRight`` (on ``keydown`` it saves the answer, asks for the next item and
+  reloads the page).  Potato advances on an option's key alone only in its ``review_mode``, which is off
+  by default (and then waits ``delay_ms``, 350 ms by default), so it is not used.
+
+The figure is the same span: from the ``keydown`` of the press's first key to the first DOM change after
+which the next item is there.  For Potato that is its ``#instance_id`` changed, with the item's text in
+``#instance-text`` and ``#main-content`` shown (Potato hides it while it loads an item); its page is
+reloaded within the press, so the probe keeps its stamps in ``sessionStorage`` on the one clock
+``performance.timeOrigin + performance.now()``.  A Potato page is settled when it is loaded, an item is
+shown and the DOM has been quiet for 300 ms.  ``ratio`` is DST Judge / Potato of p50 and p95;
+``p95_over_p50`` is each tool's p95 / p50.  ``--json``::
+
+    {"dst_judge": {"1000": {...as above...}}, "potato": {"1000": {...}}, "ratio": {"1000": {"p50", "p95"}},
+     "p95_over_p50": {"1000": {"dst_judge", "potato"}}, "potato_version": "2.12.1", "setup": {...}}
+
 Percentiles are nearest-rank (as ``bench_next_item``).  Making a 20,000-item study takes about 30 s
 per tree on a quiet machine (2 minutes on a loaded one); the two trees make theirs at the same time.
 """
@@ -63,6 +91,7 @@ import urllib.request
 from contextlib import ExitStack
 from pathlib import Path
 
+from bench import potato_peer
 from formats.settings import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,15 +161,22 @@ def _positive(text: str) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_browser", description=__doc__.split("\n")[0])
-    parser.add_argument("--items", type=_sizes, default=[1000, 20000], help="study sizes, comma-separated (1000,20000)")
+    parser.add_argument("--items", type=_sizes, help="study sizes, comma-separated (1000,20000; with --against, 1000)")
     parser.add_argument("--judgements", type=_positive, default=60, help="key presses timed per study (60)")
     parser.add_argument("--warmup", type=int, default=3, help="key presses first, not timed (3)")
     parser.add_argument("--before", metavar="REF", help="also the code at this git ref, side by side (e.g. 32ad90d)")
     parser.add_argument("--after", metavar="REF", help="measure this git ref instead of the working tree")
+    parser.add_argument("--against", choices=["potato"], help="measure DST Judge side by side with this other tool")
+    venv = os.environ.get("DST_JUDGE_POTATO_VENV") or "/tmp/potato-venv"
+    parser.add_argument("--potato-venv", type=Path, default=Path(venv), help=f"the venv Potato is installed in ({venv})")
     parser.add_argument("--json", action="store_true", help="print only the JSON")
     args = parser.parse_args(argv)
     if args.warmup < 0:
         parser.error("--warmup must be 0 or more")
+    if args.against and args.before:
+        parser.error("--against and --before do not go together")
+    if args.items is None:
+        args.items = [1000] if args.against else [1000, 20000]
     too_small = [n for n in args.items if n < args.warmup + args.judgements]
     if too_small:
         parser.error(f"a study of {too_small[0]} items is smaller than --warmup + --judgements ({args.warmup + args.judgements})")
@@ -167,17 +203,16 @@ def summary(items: int, shown_ms: list[float], wall_ms: list[float]) -> dict:
     }
 
 
+def ratios(a: dict, b: dict) -> dict:
+    """Per study size in both, a / b of p50 and p95."""
+    return {size: {q: round(a[size][f"{q}_ms"] / b[size][f"{q}_ms"], 2) for q in ("p50", "p95")} for size in a if size in b}
+
+
 def report(
     after: dict, before: dict | None, setup: dict, before_ref: str | None = None, before_commit: str | None = None
 ) -> dict:
     """The JSON printed: per tree, per study size (keys are the sizes as text); ratio = after / before."""
-    ratio = None
-    if before is not None:
-        ratio = {
-            size: {q: round(after[size][f"{q}_ms"] / before[size][f"{q}_ms"], 2) for q in ("p50", "p95")}
-            for size in after
-            if size in before
-        }
+    ratio = ratios(after, before) if before is not None else None
     return {
         "after": after,
         "before": before,
@@ -207,6 +242,49 @@ def text(result: dict) -> str:
         if result["ratio"] and size in result["ratio"]:
             r = result["ratio"][size]
             lines.append(f"  {'':>6}        after / before          p50 x{r['p50']:.2f}   p95 x{r['p95']:.2f}")
+    return "\n".join(lines)
+
+
+def report_against(judge: dict, potato: dict, setup: dict, potato_version: str) -> dict:
+    """The JSON printed with ``--against potato``: per tool, per study size; ratio = DST Judge / Potato."""
+    tools = {"dst_judge": judge, "potato": potato}
+    spread = {
+        size: {name: round(rows[size]["p95_ms"] / rows[size]["p50_ms"], 2) for name, rows in tools.items()}
+        for size in judge
+        if size in potato
+    }
+    return {
+        "dst_judge": judge,
+        "potato": potato,
+        "ratio": ratios(judge, potato),
+        "p95_over_p50": spread,
+        "potato_version": potato_version,
+        "setup": setup,
+    }
+
+
+def text_against(result: dict) -> str:
+    setup = result["setup"]
+    lines = [
+        f"key press -> next item's content in the DOM, Chromium {setup['viewport']}, "
+        f"{setup['judgements']} presses per study and tool after {setup['warmup']} not timed",
+        f"  a press: DST Judge {setup['press']['dst_judge']}; Potato {setup['press']['potato']}",
+    ]
+    judge = "DST Judge" if setup["after"] == "the working tree" else f"DST Judge ({setup['after']})"
+    tools = [("dst_judge", judge), ("potato", f"Potato {result['potato_version']}")]
+    for size in result["dst_judge"]:
+        for name, label in tools:
+            row = result[name][size]
+            lines.append(
+                f"  {row['items']:>6} items  {label:<22} p50 {row['p50_ms']:7.1f} ms  p95 {row['p95_ms']:7.1f} ms  "
+                f"max {row['max_ms']:7.1f} ms  mean {row['mean_ms']:7.1f} ms  ({row['judged']} judged)"
+            )
+        if size in result["ratio"]:
+            r, spread = result["ratio"][size], result["p95_over_p50"][size]
+            lines.append(
+                f"  {'':>6}        DST Judge / Potato      p50 x{r['p50']:.2f}   p95 x{r['p95']:.2f}   "
+                f"p95/p50: DST Judge {spread['dst_judge']:.2f}, Potato {spread['potato']:.2f}"
+            )
     return "\n".join(lines)
 
 
@@ -258,15 +336,20 @@ class Tree:
             self.run("--db", db, "annotator", "add", ANNOTATOR)
             log(f"{self.name}: a {items}-item study made in {time.perf_counter() - started:.0f} s")
 
+    def serve(self, items: int) -> Server:
+        return Server(self, items)
+
+    def annotator(self, browser, server: Server, label: str) -> Annotator:
+        return Annotator(browser, server, label)
+
 
 class Server:
-    """``python -m annotate serve`` of a tree on a free port (the README start command)."""
+    """A server on a free port: ``python -m annotate serve`` of a tree (the README start command)."""
+
+    health = "/_stcore/health"
 
     def __init__(self, tree: Tree, items: int):
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = tree.work / f"serve-{items}.log"
-        self.output = open(self.log, "wb")  # noqa: SIM115 (closed in stop)
         command = [
             sys.executable,
             "-m",
@@ -281,7 +364,13 @@ class Server:
         ]
         command += ["--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"]
         env = {**tree.env, "DST_JUDGE_DB": tree.database(items)}
-        self.process = subprocess.Popen(command, cwd=tree.root, env=env, stdout=self.output, stderr=subprocess.STDOUT)
+        self.start(command, tree.root, env, tree.work / f"serve-{items}.log")
+
+    def start(self, command: list[str], cwd: Path, env: dict, log: Path) -> None:
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.output = open(log, "wb")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(command, cwd=cwd, env=env, stdout=self.output, stderr=subprocess.STDOUT)
 
     def wait_healthy(self, timeout: float = 120) -> None:
         deadline = time.time() + timeout
@@ -289,7 +378,7 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited with {self.process.returncode}:\n{self.tail()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
+                with urllib.request.urlopen(self.url + self.health, timeout=2) as response:
                     if response.status == 200:
                         return
             except OSError:
@@ -310,31 +399,48 @@ class Server:
         self.output.close()
 
 
+class PotatoServer(Server):
+    """``potato start config.yaml -p PORT`` of a Potato project (``bench.potato_peer.write_project``)."""
+
+    health = "/"
+
+    def __init__(self, potato: Path, project: Path):
+        self.port = free_port()
+        command = [str(potato), "start", "config.yaml", "-p", str(self.port), "--host", "127.0.0.1"]
+        env = {**os.environ, "POTATO_GENERATED_TEMPLATES_DIR": str(project / "generated")}  # not into its venv
+        self.start(command, project, env, project / "serve.log")
+
+
 # --- the annotator --------------------------------------------------------------------------------------
 
 
 class Annotator:
     """One Chromium context (its own cookies) logged in on one server, judging by keyboard."""
 
+    probe, settled = PROBE, SETTLED
+
     def __init__(self, browser, server: Server, label: str):
         self.server, self.label, self.presses = server, label, 0
         self.context = browser.new_context(viewport=VIEWPORT)
-        self.context.add_init_script(PROBE)
+        self.context.add_init_script(self.probe)
         self.page = self.context.new_page()
         self.shown_ms: list[float] = []
         self.wall_ms: list[float] = []
 
     def log_in(self) -> None:
-        page = self.page
         try:
-            page.goto(self.server.url)
-            page.get_by_label("Name").fill(ANNOTATOR, timeout=WAIT_MS)
-            page.get_by_role("textbox", name="Password").fill(PASSWORD)
-            page.get_by_role("button", name="Log in").first.click()
-            page.get_by_role("button", name=ANSWER).first.wait_for(timeout=WAIT_MS)
+            self.enter()
         except Exception as error:
             raise RuntimeError(f"{self.label}: logging in failed; {self.where()}") from error
         self.settle()
+
+    def enter(self) -> None:
+        page = self.page
+        page.goto(self.server.url)
+        page.get_by_label("Name").fill(ANNOTATOR, timeout=WAIT_MS)
+        page.get_by_role("textbox", name="Password").fill(PASSWORD)
+        page.get_by_role("button", name="Log in").first.click()
+        page.get_by_role("button", name=ANSWER).first.wait_for(timeout=WAIT_MS)
 
     def where(self) -> str:
         """The page's text and the server's log, for an error message."""
@@ -345,7 +451,10 @@ class Annotator:
         return f"page: {shown!r}\nserver log:\n{self.server.tail()}"
 
     def settle(self) -> None:
-        self.page.wait_for_function(SETTLED, arg=QUIET_MS, timeout=WAIT_MS, polling=50)
+        self.page.wait_for_function(self.settled, arg=QUIET_MS, timeout=WAIT_MS, polling=50)
+
+    def press(self, key: str) -> None:
+        self.page.keyboard.press(key)
 
     def judge(self, timed: bool) -> None:
         """One key press; its time is kept when ``timed``."""
@@ -355,7 +464,7 @@ class Annotator:
         key = KEYS[self.presses % len(KEYS)]
         self.presses += 1
         started = time.perf_counter()
-        page.keyboard.press(key)
+        self.press(key)
         try:
             page.wait_for_function("window.__bench.shown !== null", timeout=WAIT_MS, polling=5)
         except Exception as error:
@@ -372,16 +481,52 @@ class Annotator:
         self.context.close()
 
 
-def measure(trees: list[Tree], items: int, judgements: int, warmup: int, browser) -> dict[str, dict]:
+class PotatoAnnotator(Annotator):
+    """On Potato: its open login, and a press = the option's key, then Potato's Next key."""
+
+    probe, settled = potato_peer.PROBE, potato_peer.SETTLED
+
+    def enter(self) -> None:
+        page = self.page
+        page.goto(self.server.url)
+        page.get_by_label("Username").fill(ANNOTATOR, timeout=WAIT_MS)
+        page.get_by_role("button", name="Continue").click()
+        page.wait_for_function("window.__bench.token() !== null", timeout=WAIT_MS)
+
+    def press(self, key: str) -> None:
+        self.page.keyboard.press(key)
+        self.page.keyboard.press(potato_peer.NEXT_KEY)
+
+
+class Potato:
+    """Potato in its venv, as a tree: per study size a project of its own and its server."""
+
+    name = "potato"
+
+    def __init__(self, venv: Path, work: Path):
+        self.potato, self.work = potato_peer.executable(venv), work / self.name
+
+    def make_studies(self, corpora: dict[int, list[Path]]) -> None:
+        for items, (corpus, dialogues) in corpora.items():
+            potato_peer.write_project(self.work / f"project-{items}", corpus, dialogues)
+
+    def serve(self, items: int) -> Server:
+        return PotatoServer(self.potato, self.work / f"project-{items}")
+
+    def annotator(self, browser, server: Server, label: str) -> Annotator:
+        return PotatoAnnotator(browser, server, label)
+
+
+def measure(trees: list[Tree | Potato], items: int, judgements: int, warmup: int, browser) -> dict[str, dict]:
     """Both trees' servers at once, presses alternating between them; per tree its summary."""
     with ExitStack() as stack:
-        servers = [Server(tree, items) for tree in trees]
+        servers = [tree.serve(items) for tree in trees]
         for server in servers:
             stack.callback(server.stop)
         annotators = []
         for tree, server in zip(trees, servers):
             server.wait_healthy()
-            annotator = Annotator(browser, server, f"{tree.name}, {items} items")
+            annotator = tree.annotator(browser, server, f"{tree.name}, {items} items")
             stack.callback(annotator.close)
             annotator.log_in()
             for _ in range(warmup):
@@ -415,6 +560,12 @@ def make_corpora(sizes: list[int], folder: Path) -> dict[int, list[Path]]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    release = None
+    if args.against:
+        release = potato_peer.executable(args.potato_venv) and potato_peer.version(args.potato_venv)
+        if not release:
+            print(f"Potato (potato-annotation) is not installed in {args.potato_venv}; see --potato-venv", file=sys.stderr)
+            sys.exit(2)
     from playwright.sync_api import sync_playwright
 
     work = Path(tempfile.mkdtemp(prefix="dst-bench-browser-"))
@@ -438,9 +589,16 @@ def main(argv: list[str] | None = None) -> None:
         return folder
 
     try:
-        trees = [Tree("after", checkout("after", args.after) if args.after else ROOT, work)]
+        root = checkout("after", args.after) if args.after else ROOT
+        trees: list[Tree | Potato] = [Tree("dst_judge" if args.against else "after", root, work)]
         if args.before:
             trees.append(Tree("before", checkout("before", args.before), work))
+        if args.against:
+            trees.append(Potato(args.potato_venv, work))
+            setup["press"] = {
+                "dst_judge": f"one key, {' or '.join(map(repr, KEYS))}",
+                "potato": f"the option's key, {' or '.join(map(repr, KEYS))}, then {potato_peer.NEXT_KEY!r} (Next)",
+            }
         log(f"corpora of {', '.join(map(str, args.items))} dialogues ...")
         corpora = make_corpora(args.items, work)
         errors: list[BaseException] = []
@@ -470,12 +628,15 @@ def main(argv: list[str] | None = None) -> None:
         setup["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         if args.after:
             setup["after_commit"] = commits["after"]
-        result = report(results["after"], results.get("before"), setup, args.before, commits.get("before"))
+        if args.against:
+            result = report_against(results["dst_judge"], results["potato"], setup, release)
+        else:
+            result = report(results["after"], results.get("before"), setup, args.before, commits.get("before"))
     finally:
         for folder in worktrees:
             subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT, capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(result, indent=2) if args.json else text(result))
+    print(json.dumps(result, indent=2) if args.json else (text_against if args.against else text)(result))
 
 
 if __name__ == "__main__":

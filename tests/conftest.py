@@ -28,7 +28,7 @@ os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; 
 os.environ.setdefault("DST_JUDGE_BACKGROUND_ANALYSIS", "0")  # no analysis a test did not ask for (annotate.analysis_jobs)
 os.environ.setdefault("DST_JUDGE_ANALYSIS_WAIT", "600")  # pages wait for their analysis (AppTest runs no timers)
 
-from tests.databases import db_url, engine  # noqa: E402,F401  (fixtures for every test module)
+from tests.databases import copy_sqlite, db_url, engine, pg_template, sqlite_template  # noqa: E402,F401  (fixtures for every test module)
 
 
 @pytest.fixture(autouse=True)
@@ -44,11 +44,12 @@ def _keep_main_module():
 
 
 @pytest.fixture
-def app_db(tmp_path, monkeypatch, fixtures):
-    """A fresh demo database for the app (AppTest), as DST_JUDGE_DB."""
+def app_db(tmp_path, monkeypatch, fixtures, sqlite_template):  # noqa: F811 (the fixture imported above)
+    """A fresh demo database for the app (AppTest), as DST_JUDGE_DB: a copy of the migrated template (the
+    app's own start-up migration finds nothing to do), the demo made by the app on its first run."""
     import streamlit as st
 
-    url = f"sqlite:///{tmp_path / 'app.sqlite'}"
+    url = copy_sqlite(sqlite_template, tmp_path / "app.sqlite")
     monkeypatch.setenv("DST_JUDGE_DB", url)
     monkeypatch.setenv("DST_JUDGE_FIXTURES", str(fixtures))
     st.cache_resource.clear()

@@ -3,11 +3,18 @@
 PostgreSQL is ``DST_JUDGE_TEST_PG`` (default ``postgresql://postgres@127.0.0.1:5432/test``);
 each test gets a fresh database made there.  With ``CI=true`` a missing server fails
 the run; elsewhere those tests skip with the reason.
+
+Each test's database is a copy of one migrated once per test session (issue 39: running every
+migration for each of ~330 tests cost more than the tests): SQLite's through the backup API (a file
+copy that holds with WAL), PostgreSQL's by ``CREATE DATABASE … TEMPLATE``.  A copy of a migrated
+database is the same as a database migrated afresh; the migrations themselves are tested on empty
+databases of their own (``tests/store/test_migrations*.py``).
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 
 import pytest
@@ -38,13 +45,47 @@ def require_pg() -> None:
         pytest.skip(reason)
 
 
-def create_pg_database() -> str:
+def create_pg_database(template: str | None = None) -> str:
     import psycopg
 
     name = f"dstjudge_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory):
+    """A migrated SQLite database, made once per test session (copied by :func:`copy_sqlite`)."""
+    path = tmp_path_factory.mktemp("template") / "judge.sqlite"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()
+    return path
+
+
+def copy_sqlite(template, path) -> str:
+    """A copy of the migrated ``template`` at ``path`` (the backup API: whole, whatever its journal mode)."""
+    with sqlite3.connect(template) as source, sqlite3.connect(path) as target:
+        source.backup(target)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
+def pg_template():
+    """A migrated PostgreSQL database, made once per test session (None: no server); each test's own
+    database is made from it by ``CREATE DATABASE … TEMPLATE`` (no connection to it stays open)."""
+    if pg_available():
+        yield None
+        return
+    url = create_pg_database()
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    try:
+        yield url.rsplit("/", 1)[1]
+    finally:
+        drop_pg_database(url)
 
 
 def drop_pg_database(url: str) -> None:
@@ -56,18 +97,13 @@ def drop_pg_database(url: str) -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path):
-    """A fresh, migrated database URL of each backend."""
+def db_url(request, tmp_path, sqlite_template, pg_template):
+    """A fresh, migrated database URL of each backend (a copy of the session's migrated template)."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'judge.sqlite'}"
-        upgrade(make_engine(url))
-        yield url
+        yield copy_sqlite(sqlite_template, tmp_path / "judge.sqlite")
         return
     require_pg()
-    url = create_pg_database()
-    engine = make_engine(url)
-    upgrade(engine)
-    engine.dispose()
+    url = create_pg_database(pg_template)
     try:
         yield url
     finally:

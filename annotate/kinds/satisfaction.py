@@ -142,7 +142,12 @@ STYLE = """<style>
 .dstj-turns .miss{color:#cf222e}.dstj-turns .extra{color:#8250df}.dstj-turns .wrong{color:#bc4c00}
 .dstj-turns .ok{color:#1a7f37}.dstj-turns .none{color:#999}
 .dstj-turns details{margin-top:2px;color:#444}.dstj-turns summary{cursor:pointer;color:#0969da}
+.dstj-banner{padding:.75rem 1rem;border-radius:.5rem;margin:0 0 .6rem 0}
+.dstj-banner.error{background:#fdeeee;color:#7d1a1a}.dstj-banner.exact{background:#e9f6ec;color:#17592b}
+.dstj-banner a{color:inherit;text-decoration:underline}
+.dstj-legend{color:#6b6f7b;font-size:.85rem;margin:0 0 .5rem 0}
 </style>"""
+LEGEND = "✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — − missing · + extra · ≠ wrong value"
 
 
 @dataclass
@@ -235,6 +240,21 @@ def turns_html(turns: list[SatisfactionTurn]) -> str:
     header = "<tr><th>turn</th><th>system / user</th><th>changed this turn</th><th>wrong in the whole state</th></tr>"
     columns = "<colgroup><col style='width:9%'><col style='width:45%'><col style='width:23%'><col style='width:23%'></colgroup>"
     return STYLE + "<table class='dstj-turns'>" + columns + header + "".join(_turn_row(t) for t in turns) + "</table>"
+
+
+def item_html(turns: list[SatisfactionTurn], first_error: int | None) -> str:
+    """The item below its buttons as ONE block (issue 38: fewer elements redrawn per key press): where
+    the first error entered (with a jump to that turn) or that every turn matches, the legend of the
+    symbols, then :func:`turns_html`.  Only numbers of ours go into the banner; the rest is fixed markup."""
+    if first_error is None:
+        banner = "<div class='dstj-banner exact'>✓ Every turn matches exactly.</div>"
+    else:
+        turn = int(first_error)
+        banner = (
+            f"<div class='dstj-banner error'>✗ The first error entered at turn {turn} of {len(turns)}. "
+            f"<a href='#{turn_anchor(turn)}'>Jump to turn {turn}</a></div>"
+        )
+    return turns_html(turns).replace("<table", banner + f"<p class='dstj-legend'>{LEGEND}</p><table", 1)
 
 
 def item_data(payload: dict) -> dict:

@@ -31,6 +31,7 @@ def render() -> None:
         st.button("Guideline", icon=":material/menu_book:", key="guideline", on_click=_show, args=("guideline",))
         st.button("Keys (?)", icon=":material/keyboard:", key="keys", on_click=_show, args=("keys",))
     st.html(NARROW_CSS)  # a phone's first screen holds the answer controls (issue 38)
+    st.html(TAB_EVENTS, unsafe_allow_javascript=True)
     if not studies:
         if user.role == WORKER:  # their study closed (budget spent, archived, link closed)
             st.info("This study has closed.")
@@ -64,6 +65,7 @@ def render() -> None:
 # first screen: both smaller there, so that every kind's answer controls are on the first screen at 400x800
 # (tests/browser/test_browser_fold.py).  Our own fixed CSS; nothing from the data goes in.
 NARROW_CSS = """<style>
+.st-key-tab-shown { display: none; }
 @media (max-width: 640px) {
   [data-testid="stMainBlockContainer"] { padding-top: 3.25rem; }
   [data-testid="stMain"] h1 { font-size: 1.6rem; padding: 0 0 0.25rem 0; }
@@ -146,7 +148,7 @@ def _item_panel(study: StudySummary) -> None:
     if now.closed:
         _closed(study, user)
         return
-    _tab_events(study)
+    _tab_events()
     if _first_visit(study, now):
         return
     fraction, words = now.progress.bar()
@@ -269,37 +271,27 @@ def _undo(study_id: int, item_id: int) -> None:
     state[f"review-state-{item_id}"] = "judged"
 
 
-_EVENTS_JS = """
-export default function(component) {
-  const { setTriggerValue } = component;
+# Two browser events Streamlit's shortcuts do not give, as a fixed inline script of ours (no data in it; an
+# inline script, as the deployment's content policy allows, not a component's blob): "?" presses the *Keys*
+# button, and a tab coming back into view presses a hidden button of the item area, whose run reads the item
+# again, so a tab left behind shows an answer given meanwhile in another tab before any key is pressed there.
+TAB_EVENTS = """<script>(() => {
+  if (window.__dstjTabEvents) return;
+  window.__dstjTabEvents = true;
   const typing = (t) => t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
-  const onKey = (e) => {
+  const press = (key) => { const b = document.querySelector(`.st-key-${key} button`); if (b) b.click(); };
+  document.addEventListener("keydown", (e) => {
     if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
     e.preventDefault();
-    setTriggerValue("keys", Date.now());
-  };
-  const onShown = () => { if (document.visibilityState === "visible") setTriggerValue("shown", Date.now()); };
-  document.addEventListener("keydown", onKey);
-  document.addEventListener("visibilitychange", onShown);
-  return () => {
-    document.removeEventListener("keydown", onKey);
-    document.removeEventListener("visibilitychange", onShown);
-  };
-}
-"""
-_events = None
+    press("keys");
+  });
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") press("tab-shown"); });
+})()</script>"""
 
 
-def _tab_events(study: StudySummary) -> None:
-    """Two browser events Streamlit's shortcuts do not give, as one tiny component of our own fixed
-    script: the "?" key (the key overview) and the tab coming back into view (the item is read again, so
-    a tab left behind shows an answer given meanwhile in another tab before any key is pressed there)."""
-    global _events
-    if _events is None:
-        import streamlit.components.v2 as components
-
-        _events = components.component("dst_judge.tab_events", js=_EVENTS_JS)
-    _events(key="tab-events", on_keys_change=lambda: _show("keys"), on_shown_change=lambda: None)
+def _tab_events() -> None:
+    """The item area's hidden button for :data:`TAB_EVENTS` (a press re-runs the item area only)."""
+    st.button("Read the item again", key="tab-shown")
 
 
 def _offer_next_study(study: StudySummary, user) -> None:

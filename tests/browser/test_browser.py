@@ -82,8 +82,9 @@ def page(browser, server):
     context.close()
 
 
-def log_in(page, name: str, password: str, landing: str = "Annotate") -> None:
-    """Log in; annotators land on Annotate, admins on Progress."""
+def log_in(page, name: str, password: str, landing: str = "Annotate", start: bool = True) -> None:
+    """Log in; annotators land on Annotate (past a first visit's guideline unless ``start`` is False),
+    admins on Progress."""
     wait_idle(page)
     page.get_by_label("Name").fill(name)
     page.get_by_role("textbox", name="Password").fill(password)
@@ -92,7 +93,7 @@ def log_in(page, name: str, password: str, landing: str = "Annotate") -> None:
     # The session cookie is set by a component after the page renders; wait for it and the rerun it causes.
     assert eventually(lambda: any(c["name"] == COOKIE_NAME for c in page.context.cookies()))
     wait_idle(page)
-    if landing == "Annotate":
+    if landing == "Annotate" and start:
         start_judging(page)
 
 
@@ -100,7 +101,8 @@ def start_judging(page) -> None:
     """A first visit to a study with a guideline shows the guideline first: *Start judging*, as a person would."""
     start = page.get_by_role("button", name="Start judging")
     if start.count():
-        after_run(page, start.click)
+        start.click()
+        start.wait_for(state="detached")  # no script evaluated in the page: it may run under a strict policy
 
 
 def press(page, key: str) -> None:

@@ -144,7 +144,14 @@ def test_two_tabs_on_one_item_each_vote_lands_on_what_its_tab_showed(server, bro
     press(first_tab, "1")
     assert eventually(lambda: votes_by(server.engine, "first")) == [(seen, "1")]
     assert eventually(lambda: shown_key(first_tab, server.engine) not in (None, seen))  # the first tab moved on
-    # The second tab still shows the first item; its answer belongs to that item.
+    # The second tab still shows the first item; its answer belongs to that item, and changes the other
+    # tab's answer only as an explicit change (issue 38): its first key, pressed before it knew, stores
+    # nothing and says so; the tab then shows the answer given, and its next key is the change.
+    assert shown_key(second_tab, server.engine) == seen
+    press(second_tab, "0")
+    second_tab.get_by_text("Not stored: this item was answered in another tab meanwhile.").wait_for()
+    second_tab.get_by_text("Answered in another tab: satisfied yes").wait_for()
+    assert votes_by(server.engine, "first") == [(seen, "1")]
     assert shown_key(second_tab, server.engine) == seen
     press(second_tab, "0")
     assert eventually(lambda: len(votes_by(server.engine, "first")) == 2)

@@ -62,7 +62,7 @@ def test_the_longest_dialogue_fits_the_first_screen(longest_server):
         page = context.new_page()
         page.goto(longest_server.url)
         wait_idle(page)
-        log_in(page, "rater", "rater-password")
+        log_in(page, "rater", "rater-password", start=False)
         # the first visit: the guideline in the main column at a readable width, its button on the first screen
         start = page.get_by_role("button", name="Start judging")
         start.wait_for()

@@ -15,6 +15,7 @@ import pytest
 from annotate.demo import ensure_demo
 from annotate.sessions import COOKIE_NAME, DEVICE_COOKIE_NAME
 from annotate.store.db import make_engine, upgrade
+from tests.browser.test_browser import start_judging
 from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, wait_idle
 from tests.databases import create_pg_database, drop_pg_database, require_pg
 from tests.scaleout_harness import CSP, NGINX, Cluster
@@ -110,6 +111,7 @@ def test_the_app_runs_under_the_policy_and_hides_demo_passwords_behind_the_proxy
 
     annotator = _page(browser, cluster.url)
     _log_in(annotator, "ann1", "demo-ann1-pw", "Annotate")
+    start_judging(annotator)  # the demo study's guideline first: a first visit
     annotator.get_by_role("button", name="Satisfied (1)").wait_for(timeout=60_000)
     assert _violations(annotator) == []
     annotator.context.close()

@@ -21,7 +21,7 @@ from annotate.sessions import log_in as store_log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study
-from tests.browser.test_browser import browser, eventually, log_in, press  # noqa: F401  (browser: a fixture)
+from tests.browser.test_browser import browser, eventually, log_in, press, start_judging  # noqa: F401  (browser: a fixture)
 from tests.browser_harness import after_run, database_server, in_viewport, new_page, require_chromium, screenshot, wait_idle
 from tests.store.test_slu_audio import CALL, call_with_audio
 
@@ -103,6 +103,7 @@ def test_a_crowd_worker_runs_from_the_join_link_to_the_completion_code(browser, 
     wait_idle(worker)
     assert "join=" not in worker.url and "key=" not in worker.url  # the secret leaves the address bar
     assert worker.get_by_role("link", name="Studies").count() == 0
+    start_judging(worker)  # the demo study's guideline first: a first visit
     worker.get_by_text("You have judged 0 of 2 items").wait_for()
     button = worker.get_by_role("button", name="Satisfied (1)")
     assert in_viewport(worker, button)

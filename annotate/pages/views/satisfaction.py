@@ -1,55 +1,43 @@
 """The satisfaction item (the FGA paper's study): the question and its buttons first, then where the
 first error entered, then the dialogue as one compact row per turn.  The dialogue's view (differences
-and HTML, ``annotate.kinds.satisfaction``) is computed once per item and tab (``ItemContext.cached``)."""
+and HTML, ``annotate.kinds.satisfaction.item_html``) is computed once per item and tab (``ItemContext.cached``)."""
 
 from __future__ import annotations
 
-from annotate.kinds.satisfaction import satisfaction_view, turn_anchor, turns_html
+from annotate.kinds.satisfaction import item_html, satisfaction_view
 from annotate.pages.views.base import ItemContext, register_view
 
 QUESTION = "**Are you satisfied with how the model tracked the user's intent over the whole dialogue?**"
 
 
-def _drawn(payload: dict) -> tuple[str, int | None, int]:
-    turns, first_error = satisfaction_view(payload)
-    return turns_html(turns), first_error, len(turns)
+def _drawn(payload: dict) -> str:
+    return item_html(*satisfaction_view(payload))
 
 
 def render(st, ctx: ItemContext) -> None:
-    """The question and its buttons first (visible on arrival), then where the first error entered
-    (with a jump to that turn), then the dialogue as one compact row per turn."""
-    html, first_error, n_turns = ctx.cached("satisfaction", lambda: _drawn(ctx.item.payload))
+    """The question and its buttons first (visible on arrival), then one block: where the first error
+    entered (with a jump to that turn), the legend, and the dialogue as one compact row per turn.  Few
+    elements, so that a key press redraws little (issue 38): the question, one row of buttons (the
+    answers, Skip, the comment, the current answer), the block."""
     current = ctx.answers.get("satisfied")
-    question, comment = st.columns([5, 2], vertical_alignment="bottom")
-    question.markdown(QUESTION)
-    with comment.popover("Comment (optional)", use_container_width=True):
-        ctx.comment_box()
-    left, middle, right, note = st.columns([2, 2, 1, 4], vertical_alignment="center")
-    for column, (label, value) in zip((left, middle), (("Satisfied (1)", "1"), ("Not satisfied (0)", "0"))):
-        column.button(
-            label,
-            shortcut=value,
-            key=ctx.key(f"sat-{value}"),
-            type="primary" if current == value else "secondary",
-            use_container_width=True,
-            on_click=ctx.on_answer,
-            args=({"satisfied": value}, True),
-        )
-    with right:
+    st.markdown(QUESTION)
+    with st.container(horizontal=True, vertical_alignment="center", gap="small"):
+        for label, value in (("Satisfied (1)", "1"), ("Not satisfied (0)", "0")):
+            st.button(
+                label,
+                shortcut=value,
+                key=ctx.key(f"sat-{value}"),
+                type="primary" if current == value else "secondary",
+                width=200,
+                on_click=ctx.on_answer,
+                args=({"satisfied": value}, True),
+            )
         ctx.skip_button()
-    if current is not None:
-        note.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
-    if first_error is None:
-        st.success("✓ Every turn matches exactly.")
-    else:
-        st.error(
-            f"✗ The first error entered at turn {int(first_error)} of {n_turns}. "
-            f"[Jump to turn {int(first_error)}](#{turn_anchor(first_error)})"
-        )
-    st.caption(
-        "✓ exact match · ≈ turn-level match, state still inexact · ✗ error entered here — − missing · + extra · ≠ wrong value"
-    )
-    st.html(html)
+        with st.popover("Comment (optional)"):
+            ctx.comment_box()
+        if current is not None:
+            st.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
+    st.html(ctx.cached("satisfaction", lambda: _drawn(ctx.item.payload)))
 
 
 register_view("satisfaction", render, keys=(("1", "Satisfied with the whole dialogue"), ("0", "Not satisfied")))
