@@ -45,7 +45,7 @@ after / before of p50 and p95.
 
 Against Potato (``--against potato``): the same measurement of DST Judge (the working tree, or ``--after
 REF``) and, side by side, of Potato (potato-annotation, installed in a venv of its own: ``--potato-venv``,
-else ``DST_JUDGE_POTATO_VENV``, else ``/tmp/potato-venv``; if it is not there, the bench says so in one
+``/tmp/potato-venv`` by default; if it is not there, the bench says so in one
 line and exits 2).  Potato gets the same dialogues (``bench.corpus``; ``bench.potato_peer`` writes them as
 its JSON-lines items, the turns and the gold and predicted states as text, with a config of one radio
 question, "1" satisfied and "0" not satisfied by Potato's own ``key_value``, and an open login) in a
@@ -167,8 +167,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--before", metavar="REF", help="also the code at this git ref, side by side (e.g. 32ad90d)")
     parser.add_argument("--after", metavar="REF", help="measure this git ref instead of the working tree")
     parser.add_argument("--against", choices=["potato"], help="measure DST Judge side by side with this other tool")
-    venv = os.environ.get("DST_JUDGE_POTATO_VENV") or "/tmp/potato-venv"
-    parser.add_argument("--potato-venv", type=Path, default=Path(venv), help=f"the venv Potato is installed in ({venv})")
+    parser.add_argument("--potato-venv", type=Path, default=Path("/tmp/potato-venv"), help="Potato's venv (/tmp/potato-venv)")
     parser.add_argument("--json", action="store_true", help="print only the JSON")
     args = parser.parse_args(argv)
     if args.warmup < 0:

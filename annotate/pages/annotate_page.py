@@ -15,7 +15,15 @@ from annotate.auth import PermissionDenied, StudyClosed
 from annotate.kinds import KINDS
 from annotate.loop import NotLoggedIn, answer_words
 from annotate.pages import join, outage
-from annotate.pages.context import app_engine, keep_study_in_url, require_user, scroll_to_top, show_refusal, study_in_url
+from annotate.pages.context import (
+    app_engine,
+    keep_study_in_url,
+    require_user,
+    scroll_to_top,
+    show_refusal,
+    study_in_url,
+    tab_events,
+)
 from annotate.pages.views import COMMON_KEYS, KEYS, VIEWS, ItemContext
 from annotate.service import StudySummary
 from annotate.store.db import unreachable
@@ -31,7 +39,7 @@ def render() -> None:
         st.button("Guideline", icon=":material/menu_book:", key="guideline", on_click=_show, args=("guideline",))
         st.button("Keys (?)", icon=":material/keyboard:", key="keys", on_click=_show, args=("keys",))
     st.html(NARROW_CSS)  # a phone's first screen holds the answer controls (issue 38)
-    st.html(TAB_EVENTS, unsafe_allow_javascript=True)
+    tab_events()
     if not studies:
         if user.role == WORKER:  # their study closed (budget spent, archived, link closed)
             st.info("This study has closed.")
@@ -170,11 +178,9 @@ def _item_panel(study: StudySummary) -> None:
         else:
             st.info("You are changing an earlier judgement; your new answer is stored as a new vote.")
         st.button("Back to new items", key=f"leave-review-{item.id}", on_click=screen.leave, args=(state, study.id, item.id))
-    if elsewhere is not None:
-        st.warning(
-            f"Answered in another tab: {answer_words(elsewhere)}. A key here changes that answer (stored as a change).",
-            icon=":material/tab:",
-        )
+    if elsewhere is not None:  # the answer's words name the questions, an SLU act's from the data: plain text
+        st.warning("Answered in another tab. A key here changes that answer (stored as a change).", icon=":material/tab:")
+        st.text(f"Answered in another tab: {answer_words(elsewhere)}")
     scroll_to_top(f"item {int(item.id)}")  # every item starts at its top
     state.setdefault(f"shown-{item.id}", time.time())
     comment_key = f"comment-{item.id}"
@@ -228,7 +234,7 @@ def _toolbar(study: StudySummary) -> None:
     saved = state.get(SAVED)
     if saved is not None and saved[0] == study.id:
         with st.container(horizontal=True, vertical_alignment="center", gap="small"):
-            st.caption(f":material/check_circle: Saved: {answer_words(saved[3])}")  # our own words
+            st.text(f"✓ Saved: {answer_words(saved[3])}")  # the questions' names (an SLU act's from the data): plain text
             st.button(
                 "Undo (u)",
                 shortcut="u",
@@ -271,26 +277,8 @@ def _undo(study_id: int, item_id: int) -> None:
     state[f"review-state-{item_id}"] = "judged"
 
 
-# Two browser events Streamlit's shortcuts do not give, as a fixed inline script of ours (no data in it; an
-# inline script, as the deployment's content policy allows, not a component's blob): "?" presses the *Keys*
-# button, and a tab coming back into view presses a hidden button of the item area, whose run reads the item
-# again, so a tab left behind shows an answer given meanwhile in another tab before any key is pressed there.
-TAB_EVENTS = """<script>(() => {
-  if (window.__dstjTabEvents) return;
-  window.__dstjTabEvents = true;
-  const typing = (t) => t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
-  const press = (key) => { const b = document.querySelector(`.st-key-${key} button`); if (b) b.click(); };
-  document.addEventListener("keydown", (e) => {
-    if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
-    e.preventDefault();
-    press("keys");
-  });
-  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") press("tab-shown"); });
-})()</script>"""
-
-
 def _tab_events() -> None:
-    """The item area's hidden button for :data:`TAB_EVENTS` (a press re-runs the item area only)."""
+    """The item area's hidden button for ``context.TAB_EVENTS`` (a press re-runs the item area only)."""
     st.button("Read the item again", key="tab-shown")
 
 

@@ -212,6 +212,31 @@ def scroll_to_top(token: str) -> None:
     )
 
 
+# Two browser events Streamlit's shortcuts do not give, as a fixed inline script of ours (no data in it; an
+# inline script, as the deployment's content policy allows, not a component's blob): "?" presses the *Keys*
+# button, and a tab coming back into view presses a hidden button of the item area, whose run reads the item
+# again, so a tab left behind shows an answer given meanwhile in another tab before any key is pressed there.
+TAB_EVENTS = """<script>(() => {
+  if (window.__dstjTabEvents) return;
+  window.__dstjTabEvents = true;
+  const typing = (t) => t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
+  const press = (key) => { const b = document.querySelector(`.st-key-${key} button`); if (b) b.click(); };
+  document.addEventListener("keydown", (e) => {
+    if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    e.preventDefault();
+    press("keys");
+  });
+  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") press("tab-shown"); });
+})()</script>"""
+
+
+def tab_events() -> None:
+    """:data:`TAB_EVENTS`, once per page (the script keeps one pair of listeners per browser tab).  The
+    annotator's page draws the buttons it presses: *Keys* (``keys``) and the item area's hidden
+    ``tab-shown``."""
+    st.html(TAB_EVENTS, unsafe_allow_javascript=True)
+
+
 def show_refusal(headline: str, detail: str) -> None:
     """A fixed headline, and the (untrusted) detail as plain text."""
     st.error(headline)

@@ -254,9 +254,9 @@ def test_a_revisit_never_shows_less_than_the_last_visit(browser, served, request
 @pytest.fixture(scope="module")
 def imported_server(tmp_path_factory):
     """Issue 38: a 100-dialogue study whose votes were just imported (three annotators, every dialogue),
-    its stored settings asking for 20,000 resamples, more than the page's box offers (the command line can
-store them: the page shows them, it once failed on them), so that the whole analysis takes long enough
-to be seen being computed (~20 s on a quiet machine); the app as it runs for people."""
+        its stored settings asking for 20,000 resamples, more than the page's box offers (the command line can
+    store them: the page shows them, it once failed on them), so that the whole analysis takes long enough
+    to be seen being computed (~20 s on a quiet machine); the app as it runs for people."""
     require_chromium()
     from dataclasses import replace
 

@@ -55,7 +55,11 @@ def test_page_scripts_are_ours_alone():
                     for k in call.keywords
                 ):
                     uses.append(f"{path.relative_to(REPO)}:{function.name}")
-    assert sorted(uses) == ["annotate/pages/context.py:scroll_to_top", "annotate/pages/context.py:sync_cookie"], uses
+    assert sorted(uses) == [
+        "annotate/pages/context.py:scroll_to_top",
+        "annotate/pages/context.py:sync_cookie",
+        "annotate/pages/context.py:tab_events",
+    ], uses
     assert "HttpOnly" in (REPO / "docs" / "security.md").read_text()  # the threat model says why it is not
 
 
