@@ -243,6 +243,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON (issue 16's contract)")
     parser.add_argument("--http", action="store_true", help="also the same writers as HTTP API clients (issue 28)")
     args = parser.parse_args()
+    import os
+
+    # The corpus is one JSON document, about 150 values per dialogue: at 20,000 dialogues it passes the
+    # reader's default cap on one document (DST_JUDGE_MAX_JSON_VALUES, 5,000,000), which this bench raises
+    # for itself (and the API process it starts) to what its corpus needs.
+    os.environ["DST_JUDGE_MAX_JSON_VALUES"] = str(max(5_000_000, 400 * args.items))
     work = Path(tempfile.mkdtemp(prefix="dst-bench-votes-"))
     corpus = work / "corpus.json"
     corpus.write_text(json.dumps(build(args.items)))
@@ -254,8 +260,6 @@ def main() -> None:
     if args.http:
         http["sqlite"] = run_http(f"sqlite:///{work / 'http.sqlite'}", corpus, args.writers, args.votes, work / "api-sqlite.log")
     try:
-        import os
-
         from tests.databases import create_pg_database, drop_pg_database
 
         os.environ["DST_JUDGE_TEST_PG"] = args.pg

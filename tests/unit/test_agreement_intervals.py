@@ -27,8 +27,6 @@ from metrics.agreement import (
     percent_agreement,
 )
 
-pytestmark = pytest.mark.unit
-
 ROW_KEYS = {"estimate", "design", "n", "family", "coverage", "mc_se", "replicates", "unit", "default"}
 
 

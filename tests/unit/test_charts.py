@@ -14,9 +14,6 @@ import pytest
 
 from exports import charts
 
-pytestmark = pytest.mark.unit
-
-
 # --- helpers ---------------------------------------------------------------------------------------
 
 

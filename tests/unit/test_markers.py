@@ -87,3 +87,29 @@ def test_no_test_outside_the_unit_folder_is_marked_unit_by_hand():
         if "mark.unit" in path.read_text(encoding="utf-8")
     ]
     assert marked == []
+
+
+@pytest.mark.slow  # two collections of the unit tree in subprocesses: seconds, outside the quick loop
+def test_on_the_collected_items_no_slow_test_is_in_the_quick_loop():
+    """The rule on the real test tree (issue 39): ``-m unit`` and ``-m slow`` select apart, and the quick loop
+    holds no slow test (a module-level ``pytestmark = pytest.mark.unit`` once pulled two simulations of
+    a minute into it: no test module sets a layer mark of its own)."""
+    import re
+    import subprocess
+    import sys
+
+    def collected(markexpr: str) -> set[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", "-m", markexpr, "tests/unit"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return {line for line in done.stdout.splitlines() if "::" in line}
+
+    quick, slow = collected("unit"), collected("slow")
+    assert quick and slow and not quick & slow
+    layer_marks = re.compile(r"^pytestmark\s*=.*mark\.unit\b", re.MULTILINE)  # the folder gives it
+    assert [p.name for p in (REPO / "tests").rglob("test_*.py") if layer_marks.search(p.read_text())] == []

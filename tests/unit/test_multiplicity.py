@@ -14,8 +14,6 @@ from metrics.comparisons import declare
 from metrics.correlation import Ratings, correlation_report, williams_test
 from metrics.planning import dialogues_needed, plan
 
-pytestmark = pytest.mark.unit
-
 NAMES = ("jga", "m2", "fga_0.25", "fga_0.5", "fga_1", "sa")
 NOISE = {"jga": 1.0, "m2": 1.3, "fga_0.25": 0.7, "fga_0.5": 0.5, "fga_1": 0.6, "sa": 2.0}  # metric = t + N(0, noise²)
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
 
 from formats.tidy import votes_from_rows
 from metrics import present
 from metrics.agreement import agreement_report
 from metrics.analysis import majority_table
 
-pytestmark = pytest.mark.unit
 THREE_DECIMALS = re.compile(r"^-?\d+\.\d{3}$")
 
 

@@ -43,8 +43,6 @@ from metrics.summary import (
 )
 from metrics.turnstats import extract
 
-pytestmark = pytest.mark.unit
-
 SHOWN = re.compile(r"(?<![\d.])-?\d+\.\d{3}(?![\d])")  # a value as present.number writes it: 3 decimals
 SETTINGS = AnalysisSettings(resamples=100, grid=(0.0, 5.0, 51), folds=3)
 SCORING = ScoreSettings((0.5, 1.0), ("0.5", "1"))
