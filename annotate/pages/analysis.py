@@ -283,12 +283,12 @@ def _ask_retry(study_id: int) -> None:
     st.session_state[f"analysis-retry-{study_id}"] = True
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=0.5)
 def _follow(engine, user, study_id: int, settings: AnalysisSettings, condition: str | None, shown=None) -> None:
-    """The background computation's progress, every second, until it is done: then the page again; and
-    the page again as soon as there is more to show than ``shown`` (its votes and whether they were the
-    first answers): the first answers where there was nothing, a whole analysis where there were first
-    answers or fewer votes."""
+    """The background computation's progress, every half second (the first answers show at most that
+    long after they are computed), until it is done: then the page again; and the page again as soon as
+    there is more to show than ``shown`` (its votes and whether they were the first answers): the first
+    answers where there was nothing, a whole analysis where there were first answers or fewer votes."""
     seen = guard(lambda: service.analysis_look(engine, user, study_id, settings, condition=condition))
     if seen is None or seen.current or seen.error:
         st.rerun()
