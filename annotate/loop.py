@@ -77,7 +77,7 @@ class Progress:
             return min(1.0, self.mine / self.quota), f"You have judged {self.mine} of {self.quota} items"
         study = f"study {100 * self.study_fraction:.0f}% complete"
         total = self.for_you
-        if total is None:
+        if not total:  # not counted (a write's screen), or nothing open and nothing judged
             return self.study_fraction, f"You have judged {self.mine} · {study}"
         fraction = self.mine / total if total else 1.0
         return fraction, f"You have judged {self.mine} of {total} for you · {study}"
@@ -186,8 +186,13 @@ def answers_of(session: Session, user: Annotator, item_id: int) -> tuple[dict[st
     return {question: value for question, value, _ in rows}, (rows[-1][2] or "") if rows else ""
 
 
-def _progress(session: Session, user: Annotator, study_id: int, study: Access) -> tuple[Progress, bool]:
-    """The progress line and whether the user has anything to go back to, in one statement."""
+def _progress(
+    session: Session, user: Annotator, study_id: int, study: Access, *, count_open: bool = True
+) -> tuple[Progress, bool]:
+    """The progress line and whether the user has anything to go back to, in one statement.
+    ``count_open`` False (the write path: a vote, a skip) leaves out the items still open to the person,
+    which reads every item of the study: the page keeps the M of its last read (a judgement moves one
+    item from open to judged, so M stays)."""
     mine = (
         select(func.count())
         .select_from(Assignment)
@@ -220,28 +225,32 @@ def _progress(session: Session, user: Annotator, study_id: int, study: Access) -
         .where(Assignment.study_id == study_id, Assignment.status == assignment.DONE)
         .scalar_subquery()
     )
-    # still open to this person: the items they hold or skipped, and those they never had (as claim_next
-    # chooses: no place of theirs but a reclaimed one) that still have a free place
+    # still open to this person (as claim_next offers them): the item they hold; those they skipped, and
+    # those they never had (no place of theirs but a reclaimed one), while they have a free place
     theirs = select(Assignment.item_id).where(Assignment.study_id == study_id, Assignment.annotator_id == user.id)
-    held = theirs.where(Assignment.status.in_((assignment.ACTIVE, assignment.SKIPPED)))
+    held = theirs.where(Assignment.status == assignment.ACTIVE)
+    skipped_items = theirs.where(Assignment.status == assignment.SKIPPED)
     had = theirs.where(Assignment.status != assignment.RECLAIMED)
+    free = Item.holders < assignment.capacity(study.overlap)
     open_now = (
         select(func.count())
         .where(
             Item.study_id == study_id,
             Item.included == true(),
-            or_(Item.id.in_(held), and_(Item.holders < assignment.capacity(study.overlap), Item.id.not_in(had))),
+            or_(Item.id.in_(held), and_(free, or_(Item.id.in_(skipped_items), Item.id.not_in(had)))),
         )
         .scalar_subquery()
+        if count_open
+        else None
     )
-    done, skipped_any, voted_any, total, places, judged, open_count = session.execute(
-        select(mine, skipped, voted, total, places, judged, open_now)
-    ).one()
+    columns = [mine, skipped, voted, total, places, judged] + ([open_now] if count_open else [])
+    done, skipped_any, voted_any, total, places, judged, *open_count = session.execute(select(*columns)).one()
     # against the budget when the study has one (it closes once that is spent): issue 24
     needed = allocation.judgements_total(allocation.design_of(study.settings), int(places or 0))
     quota = (study.settings.get("crowd") or {}).get("quota") if user.role == WORKER else None
     fraction = min(1.0, (judged or 0) / needed) if needed else 1.0
-    return Progress(int(done or 0), int(total), fraction, quota, int(open_count or 0)), bool(skipped_any or voted_any)
+    still = int(open_count[0] or 0) if open_count else None
+    return Progress(int(done or 0), int(total), fraction, quota, still), bool(skipped_any or voted_any)
 
 
 def _screen(
@@ -325,13 +334,18 @@ def answer(
     if allowed[1] is None and user.role != "admin":
         raise PermissionDenied("this item is not assigned to you")
     if expected is not None:
+        # the person's place on the item, locked first (PostgreSQL): two tabs pressing at once are one
+        # after the other here, and the second sees the first's answer (SQLite: one writer at a time)
+        session.execute(
+            select(Assignment.id).where(Assignment.item_id == item_id, Assignment.annotator_id == user.id).with_for_update()
+        )
         stored_now = answers_of(session, user, item_id)[0]
         if stored_now != expected:
             raise AnsweredElsewhere(stored_now)
     allocation.before_judgement(session, study_id, item_id)
     votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds, now=now)
     closed = allocation.after_judgement(session, study_id, item_id)  # True: this judgement spent the budget
-    progress = _progress(session, user, study_id, found)
+    progress = _progress(session, user, study_id, found, count_open=False)
     if closed and user.role != "admin":
         return _screen(session, user, study_id, None, found, progress, closed=True)
     if not done:
@@ -350,7 +364,7 @@ def skip(session: Session, user: Annotator | None, study_id: int, item_id: int, 
     user = _login(session, user, token, now)
     found = access(session, user, study_id)
     assignment.skip_item(session, user, item_id)
-    progress = _progress(session, user, study_id, found)
+    progress = _progress(session, user, study_id, found, count_open=False)
     return _screen(session, user, study_id, _claim(session, user, study_id, progress[0], now), found, progress)
 
 

@@ -116,7 +116,10 @@ def drawn(state: MutableMapping, item_id: int, answers: dict[str, str]) -> dict[
     item since this one first drew it, and this tab stored nothing since): the page says so."""
     state[_displayed(item_id)] = dict(answers)
     known = state.setdefault(_known(item_id), dict(answers))
-    return dict(answers) if answers != known else None
+    if answers == known:
+        return None
+    state.pop(LAST_PRESS, None)  # a key here now is a change of the other tab's answer, never a "repeat"
+    return dict(answers)
 
 
 def leave(state: MutableMapping, study_id: int, item_id: int | None = None) -> None:
@@ -281,6 +284,9 @@ def settle(engine: Engine, user: Annotator, state: MutableMapping) -> Outcome | 
         state[LAST_SAVED] = pending.item_id
         if pending.done:
             leave(state, pending.study_id, pending.item_id)
+        else:  # this tab's own answer, stored: known, not "answered in another tab"
+            mine = {**state.get(_known(pending.item_id), {}), **pending.answers}
+            state[_known(pending.item_id)] = state[_displayed(pending.item_id)] = mine
         return Outcome(True, "The database is back. Your last answer was saved.")
     return Outcome(False, "The database is back. Your last answer was not saved: please answer this item again.")
 

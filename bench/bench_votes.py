@@ -248,7 +248,8 @@ def main() -> None:
     # The corpus is one JSON document, about 150 values per dialogue: at 20,000 dialogues it passes the
     # reader's default cap on one document (DST_JUDGE_MAX_JSON_VALUES, 5,000,000), which this bench raises
     # for itself (and the API process it starts) to what its corpus needs.
-    os.environ["DST_JUDGE_MAX_JSON_VALUES"] = str(max(5_000_000, 400 * args.items))
+    asked = int(os.environ.get("DST_JUDGE_MAX_JSON_VALUES") or 0)
+    os.environ["DST_JUDGE_MAX_JSON_VALUES"] = str(max(5_000_000, 400 * args.items, asked))
     work = Path(tempfile.mkdtemp(prefix="dst-bench-votes-"))
     corpus = work / "corpus.json"
     corpus.write_text(json.dumps(build(args.items)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import uuid
+from contextlib import closing
 
 import pytest
 
@@ -66,7 +67,7 @@ def sqlite_template(tmp_path_factory):
 
 def copy_sqlite(template, path) -> str:
     """A copy of the migrated ``template`` at ``path`` (the backup API: whole, whatever its journal mode)."""
-    with sqlite3.connect(template) as source, sqlite3.connect(path) as target:
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(path)) as target:
         source.backup(target)
     return f"sqlite:///{path}"
 
@@ -103,7 +104,13 @@ def db_url(request, tmp_path, sqlite_template, pg_template):
         yield copy_sqlite(sqlite_template, tmp_path / "judge.sqlite")
         return
     require_pg()
-    url = create_pg_database(pg_template)
+    if pg_template is None:  # the server answers now but did not when the session began: migrate here
+        url = create_pg_database()
+        engine = make_engine(url)
+        upgrade(engine)
+        engine.dispose()
+    else:
+        url = create_pg_database(pg_template)
     try:
         yield url
     finally:

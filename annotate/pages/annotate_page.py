@@ -7,6 +7,7 @@ The item area is an ``st.fragment``: a vote re-runs only the item, not the page.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import streamlit as st
 
@@ -66,6 +67,11 @@ def render() -> None:
             if key != screen.screen_key(study.id):  # their places went back: the next visit claims afresh
                 del st.session_state[key]
         st.session_state["annotating-study"] = study.id
+    shown = st.session_state.pop("annotate-dialog", None)  # Guideline, Keys or "?": whatever the item area shows
+    if shown == "guideline":
+        _guideline_dialog(study.guideline)
+    elif shown == "keys":
+        _keys_dialog(study.kind)
     item_panel(study)
 
 
@@ -159,7 +165,13 @@ def _item_panel(study: StudySummary) -> None:
     _tab_events()
     if _first_visit(study, now):
         return
-    fraction, words = now.progress.bar()
+    progress = now.progress  # after this tab's vote, M is not counted (the write path): the last read's M
+    kept = f"for-you-{study.id}"
+    if progress.open is None and not progress.quota and kept in state:
+        progress = replace(progress, open=max(0, state[kept] - progress.mine))
+    if progress.open is not None:
+        state[kept] = progress.mine + progress.open
+    fraction, words = progress.bar()
     st.progress(fraction, text=words)
     _toolbar(study)
     if item is None:
@@ -171,6 +183,11 @@ def _item_panel(study: StudySummary) -> None:
         _go_back(study, user, now.has_history)
         return
     elsewhere = screen.drawn(state, item.id, now.answers)
+    if elsewhere is not None and state.get(f"told-{item.id}") != elsewhere:  # once per answer given elsewhere:
+        state[f"told-{item.id}"] = elsewhere  # the tab's own boxes (SLU acts, transcription, comment) start again
+        prefixes = tuple(f"{name}-{item.id}" for name in ("act", "transcription", "status", "comment"))
+        for key in [k for k in state if isinstance(k, str) and k.startswith(prefixes)]:
+            del state[key]
     review_id = state.get(screen.review_key(study.id))
     if review_id == item.id:
         if state.get(f"review-state-{item.id}") == "skipped":
@@ -239,15 +256,10 @@ def _toolbar(study: StudySummary) -> None:
                 "Undo (u)",
                 shortcut="u",
                 key=f"undo-{study.id}",
-                help=f"Reopen the item you answered last ({saved[2]}), with your answer shown, to change it",
+                help="Reopen the item you answered last, with your answer shown, to change it",
                 on_click=_undo,
                 args=(study.id, saved[1]),
             )
-    shown = state.pop("annotate-dialog", None)
-    if shown == "guideline":
-        _guideline_dialog(study.guideline)
-    elif shown == "keys":
-        _keys_dialog(study.kind)
 
 
 def _show(what: str) -> None:

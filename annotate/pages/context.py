@@ -220,9 +220,10 @@ TAB_EVENTS = """<script>(() => {
   if (window.__dstjTabEvents) return;
   window.__dstjTabEvents = true;
   const typing = (t) => t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName));
-  const press = (key) => { const b = document.querySelector(`.st-key-${key} button`); if (b) b.click(); };
+  const button = (key) => document.querySelector(`.st-key-${key} button`);
+  const press = (key) => { const b = button(key); if (b) b.click(); };
   document.addEventListener("keydown", (e) => {
-    if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target)) return;
+    if (e.key !== "?" || e.ctrlKey || e.metaKey || e.altKey || typing(e.target) || !button("keys")) return;
     e.preventDefault();
     press("keys");
   });

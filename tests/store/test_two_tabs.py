@@ -91,5 +91,28 @@ def test_n_of_m_for_you_counts_what_is_still_open_to_this_person(engine, fixture
     held = service.next_item(engine, ada, study_id)
     assert progress_of(ada).for_you == 2  # the item she holds is still hers to judge
     after = service.answer(engine, ada, study_id, held.id, {"satisfied": "0"}, done=True).progress
-    assert (after.mine, after.for_you) == (1, 2)
-    assert after.bar() == (0.5, "You have judged 1 of 2 for you · study 83% complete")
+    assert (after.mine, after.open) == (1, None)  # the write path does not read every item (the page keeps M)
+    assert after.bar() == (5 / 6, "You have judged 1 · study 83% complete")
+    again = progress_of(ada)
+    assert (again.mine, again.for_you) == (1, 2)
+    assert again.bar() == (0.5, "You have judged 1 of 2 for you · study 83% complete")
+
+
+def test_a_change_back_after_another_tabs_answer_is_not_taken_for_a_repeated_key(engine, fixtures):
+    """CoCo in two tabs: A answers one question, B changes it, A changes it back with the key it pressed
+    first.  That key is a change of B's answer (stored), not a repeat of A's own last key (dropped)."""
+    with write_session(engine) as session:
+        study = create_study(session, "coco", "coco", [fixtures / "coco"], condition="coco", overlap=2, sample=2)
+        person = add_annotator(session, "eve", "eve-password")
+    a, b = {}, {}
+    now, _ = _draw(engine, person, study.id, a)
+    _draw(engine, person, study.id, b)
+    item = now.item.id
+    assert screen.press(engine, person, study.id, a, item, {"human_like": "1"}, done=False).stored
+    _draw(engine, person, study.id, a)  # the run after A's key (the screen its write returned)
+    _draw(engine, person, study.id, b)  # B's next run shows A's answer ...
+    assert screen.press(engine, person, study.id, b, item, {"human_like": "0"}, done=False).stored  # ... and changes it
+    _, elsewhere = _draw(engine, person, study.id, a)
+    assert elsewhere == {"human_like": "0"}
+    assert screen.press(engine, person, study.id, a, item, {"human_like": "1"}, done=False).stored
+    assert _values(engine, person, item) == ["1", "0", "1"]
