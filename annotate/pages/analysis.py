@@ -43,11 +43,11 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         level = left.selectbox("Agreement level", levels, index=levels.index(stored.level), key=f"{key}-level")
         tie = middle.selectbox("Majority ties", ties, index=ties.index(stored.tie) if stored.tie in ties else 0, key=f"{key}-tie")
         rating = right.selectbox("Human rating per dialogue", ratings, index=ratings.index(stored.rating), key=f"{key}-rating")
-        resamples = _number(left, "Bootstrap resamples", 0, 5000, stored.resamples, step=100, key=f"{key}-boot")
-        folds = _number(middle, "Cross-validation folds", 0, 20, stored.folds, key=f"{key}-folds")
-        seed = _number(right, "Seed", 0, 2**31 - 1, stored.seed, key=f"{key}-seed")
-        grid_stop = _number(left, "λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
-        grid_num = _number(middle, "λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
+        resamples = _number_box(left, "Bootstrap resamples", 0, 5000, stored.resamples, step=100, key=f"{key}-boot")
+        folds = _number_box(middle, "Cross-validation folds", 0, 20, stored.folds, key=f"{key}-folds")
+        seed = _number_box(right, "Seed", 0, 2**31 - 1, stored.seed, key=f"{key}-seed")
+        grid_stop = _number_box(left, "λ grid: largest λ", 0.5, 100.0, stored.grid[1], key=f"{key}-grid-stop")
+        grid_num = _number_box(middle, "λ grid: points", 3, 5001, stored.grid[2], key=f"{key}-grid-num")
         adjust = right.selectbox(
             "Adjustment over the comparisons (p and intervals)",
             ADJUSTMENTS,
@@ -201,7 +201,7 @@ def _interval(ci) -> str:
     return "—" if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def _number(column, label: str, low, high, value, **options):
+def _number_box(column, label: str, low, high, value, **options):
     """A number box whose range also holds the stored value: the command line may store more than the
     page offers (``--resamples 20000``), and the page shows it instead of failing on it."""
     return column.number_input(label, min(low, value), max(high, value), value, **options)

@@ -109,3 +109,18 @@ def test_the_package_installs_and_runs_outside_the_checkout(tmp_path, fixtures):
         check=True,
     ).stdout
     assert where.startswith(str(target))
+
+
+def test_no_module_defines_a_top_level_function_twice():
+    """A second ``def`` of the same name silently replaces the first for every caller (a settings box named
+    like the page's number formatter once broke the λ* sentence of the Analysis page)."""
+    import ast
+    from collections import Counter
+
+    from tests.conftest import REPO
+
+    twice = []
+    for path in [REPO / "app.py", *REPO.glob("annotate/**/*.py"), *REPO.glob("metrics/**/*.py"), *REPO.glob("formats/**/*.py")]:
+        names = Counter(n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        twice += [f"{path.relative_to(REPO)}:{name}" for name, count in names.items() if count > 1]
+    assert twice == []
