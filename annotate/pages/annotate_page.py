@@ -50,7 +50,7 @@ def render() -> None:
         return
     if user.role == WORKER:  # a crowd worker has the one study of their join link
         study = studies[0]
-        st.caption(study.name)
+        st.text(study.name)  # an admin's text: plain, never Markdown
     else:
         study = st.selectbox(
             "Study",
