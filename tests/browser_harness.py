@@ -193,14 +193,24 @@ def database_server(folder: Path, prepare, env: dict[str, str] | None = None) ->
     return server
 
 
-def new_page(browser, url: str):
-    """A page at 1400x900 in a context of its own (its own cookies), at ``url``, settled."""
-    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+def new_context(browser, viewport=VIEWPORT):
+    """A browser context of its own (its own cookies: a person, or a device), counting script runs."""
+    context = browser.new_context(viewport=viewport, accept_downloads=True)
     context.add_init_script(RUN_COUNTER)
+    return context
+
+
+def open_page(context, url: str):
+    """A new tab of ``context`` at ``url``, settled."""
     page = context.new_page()
     page.goto(url)
     wait_idle(page)
     return page
+
+
+def new_page(browser, url: str):
+    """A page at 1400x900 in a context of its own (its own cookies), at ``url``, settled."""
+    return open_page(new_context(browser), url)
 
 
 def in_viewport(page, locator) -> bool:

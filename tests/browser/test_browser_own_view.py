@@ -25,11 +25,12 @@ from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    RUN_COUNTER,
     VIEWPORT,
     after_run,
     database_server,
     in_viewport,
+    new_context,
+    open_page,
     require_chromium,
     screenshot,
     wait_idle,
@@ -69,19 +70,6 @@ def browser(own_server):
         chromium.close()
 
 
-def _context(browser, viewport=VIEWPORT):
-    context = browser.new_context(viewport=viewport)
-    context.add_init_script(RUN_COUNTER)
-    return context
-
-
-def _open(context, url: str):
-    page = context.new_page()
-    page.goto(url)
-    wait_idle(page)
-    return page
-
-
 def _held(server, name: str) -> int | None:
     with read_session(server.engine) as session:
         return session.scalar(
@@ -110,10 +98,10 @@ def _key(server, item_id: int) -> str:
 
 
 def test_a_tab_left_behind_never_replaces_the_other_tabs_answer_silently(own_server, browser):
-    context = _context(browser)
-    first = _open(context, own_server.url)
+    context = new_context(browser)
+    first = open_page(context, own_server.url)
     log_in(first, "twotabs", "twotabs-password")
-    second = _open(context, f"{own_server.url}/?study={FIRST.replace(' ', '+')}")  # the same login, a second tab
+    second = open_page(context, f"{own_server.url}/?study={FIRST.replace(' ', '+')}")  # the same login, a second tab
     second.get_by_role("button", name="Satisfied (1)").wait_for()
     item = _held(own_server, "twotabs")
     assert item is not None
@@ -146,8 +134,8 @@ def test_a_tab_left_behind_never_replaces_the_other_tabs_answer_silently(own_ser
 def test_the_annotators_own_view_counts_marks_undoes_explains_and_goes_on(own_server, browser):
     for viewport, tag in ((VIEWPORT, "1400"), (PHONE, "400")):
         name = "solo" if tag == "1400" else "phone"
-        context = _context(browser, viewport)
-        page = _open(context, f"{own_server.url}/?study={FIRST.replace(' ', '+')}")
+        context = new_context(browser, viewport)
+        page = open_page(context, f"{own_server.url}/?study={FIRST.replace(' ', '+')}")
         log_in(page, name, f"{name}-password")
         page.get_by_text("You have judged 0 of 3 for you").wait_for()
         first = _held(own_server, name)
@@ -188,8 +176,8 @@ def test_the_annotators_own_view_counts_marks_undoes_explains_and_goes_on(own_se
 
 @pytest.mark.parametrize("study", [FIRST, COCO, SLU])
 def test_every_kinds_answer_controls_are_on_a_phones_first_screen(own_server, browser, study):
-    context = _context(browser, PHONE)
-    page = _open(context, f"{own_server.url}/?study={study.replace(' ', '+')}")
+    context = new_context(browser, PHONE)
+    page = open_page(context, f"{own_server.url}/?study={study.replace(' ', '+')}")
     log_in(page, "pocket", "pocket-password")
     controls = {
         FIRST: ("Satisfied (1)", "Not satisfied (0)", "Skip"),

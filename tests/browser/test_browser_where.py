@@ -26,10 +26,10 @@ from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    RUN_COUNTER,
-    VIEWPORT,
     after_run,
     database_server,
+    new_context,
+    open_page,
     require_chromium,
     screenshot,
     wait_idle,
@@ -67,19 +67,6 @@ def browser(where_server):
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
-
-
-def new_context(browser, viewport=VIEWPORT):
-    context = browser.new_context(viewport=viewport, accept_downloads=True)
-    context.add_init_script(RUN_COUNTER)
-    return context
-
-
-def open_page(context, url: str):
-    page = context.new_page()
-    page.goto(url)
-    wait_idle(page)
-    return page
 
 
 def study_box(page) -> str:
