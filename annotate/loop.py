@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, exists, func, or_, select, true
+from sqlalchemy import Integer, and_, bindparam, exists, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from annotate import allocation, assignment, membership, votes
@@ -126,20 +126,105 @@ def _login(session: Session, user: Annotator | None, token: str | None, now: dat
     return found
 
 
+# The loop's statements, built once (issue 38: building a statement, and SQLAlchemy's cache key of a
+# new one, were a fifth of a vote's time in the serving process); a built statement keeps its cache key,
+# so each execution only binds its parameters (``bindparam`` names).  ``assignment`` does the same for
+# the claim.
+_STUDY_ID = bindparam("study", type_=Integer)
+_USER_ID = bindparam("user", type_=Integer)
+_ITEM_ID = bindparam("item", type_=Integer)
+_ACCESS = select(
+    Study.kind,
+    Study.archived,
+    Study.overlap,
+    Study.settings,
+    exists().where(StudyMember.study_id == Study.id),
+    exists().where(StudyMember.study_id == Study.id, StudyMember.annotator_id == _USER_ID),
+    select(CrowdWorker.study_id).where(CrowdWorker.annotator_id == _USER_ID).scalar_subquery(),
+).where(Study.id == _STUDY_ID)
+_ITEM = (
+    select(Item, Assignment.id)
+    .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == _USER_ID))
+    .where(Item.id == _ITEM_ID)
+    .execution_options(populate_existing=True)
+)
+_ALLOWED = (
+    select(Item.study_id, Assignment.id)
+    .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == _USER_ID))
+    .where(Item.id == _ITEM_ID)
+)
+_LOCK_PLACE = select(Assignment.id).where(Assignment.item_id == _ITEM_ID, Assignment.annotator_id == _USER_ID).with_for_update()
+_ANSWERS = (
+    select(VoteEvent.question, VoteEvent.value, VoteEvent.comment)
+    .where(VoteEvent.item_id == _ITEM_ID, VoteEvent.annotator_id == _USER_ID)
+    .order_by(VoteEvent.id)
+)
+
+
+def _progress_statement(count_open: bool):
+    """The progress counts in one statement (:func:`_progress`); parameters study, user, overlap."""
+    mine = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            Assignment.study_id == _STUDY_ID,
+            Assignment.annotator_id == _USER_ID,
+            Assignment.status.in_((assignment.DONE, assignment.JUDGED)),  # a judge's own places (issue 28)
+        )
+        .scalar_subquery()
+    )
+    skipped = exists().where(
+        Assignment.study_id == _STUDY_ID, Assignment.annotator_id == _USER_ID, Assignment.status == assignment.SKIPPED
+    )
+    voted = exists(
+        select(VoteEvent.id)
+        .join(Item, Item.id == VoteEvent.item_id)
+        .where(VoteEvent.annotator_id == _USER_ID, Item.study_id == _STUDY_ID)
+    )
+    # items to judge (an adaptive design leaves some out) and their places, each its k (designed, else
+    # the overlap) and its extra places: from ix_items_capacity
+    overlap = bindparam("overlap", type_=Integer)
+    total = select(func.count()).where(Item.study_id == _STUDY_ID, Item.included == true()).scalar_subquery()
+    places = (
+        select(func.sum(assignment.capacity(overlap)))
+        .where(Item.study_id == _STUDY_ID, Item.included == true())
+        .scalar_subquery()
+    )
+    judged = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(Assignment.study_id == _STUDY_ID, Assignment.status == assignment.DONE)
+        .scalar_subquery()
+    )
+    columns = [mine, skipped, voted, total, places, judged]
+    if count_open:
+        # still open to this person (as claim_next offers them): the item they hold; those they skipped,
+        # and those they never had (no place of theirs but a reclaimed one), while they have a free place
+        theirs = select(Assignment.item_id).where(Assignment.study_id == _STUDY_ID, Assignment.annotator_id == _USER_ID)
+        held = theirs.where(Assignment.status == assignment.ACTIVE)
+        skipped_items = theirs.where(Assignment.status == assignment.SKIPPED)
+        had = theirs.where(Assignment.status != assignment.RECLAIMED)
+        free = Item.holders < assignment.capacity(overlap)
+        columns.append(
+            select(func.count())
+            .where(
+                Item.study_id == _STUDY_ID,
+                Item.included == true(),
+                or_(Item.id.in_(held), and_(free, or_(Item.id.in_(skipped_items), Item.id.not_in(had)))),
+            )
+            .scalar_subquery()
+        )
+    return select(*columns)
+
+
+_PROGRESS = _progress_statement(False)
+_PROGRESS_OPEN = _progress_statement(True)
+
+
 def access(session: Session, user: Annotator, study_id: int) -> Access:
     """The rule of ``membership.require_access`` in one statement, with the study's overlap and
     settings; a refusal is explained by ``require_access`` itself (the rare path)."""
-    row = session.execute(
-        select(
-            Study.kind,
-            Study.archived,
-            Study.overlap,
-            Study.settings,
-            exists().where(StudyMember.study_id == Study.id),
-            exists().where(StudyMember.study_id == Study.id, StudyMember.annotator_id == user.id),
-            select(CrowdWorker.study_id).where(CrowdWorker.annotator_id == user.id).scalar_subquery(),
-        ).where(Study.id == study_id)
-    ).first()
+    row = session.execute(_ACCESS, {"study": study_id, "user": user.id}).first()
     if row is None:
         raise PermissionDenied("no such study")
     kind, archived, overlap, settings, has_members, member, worker_study = row
@@ -160,12 +245,7 @@ def access(session: Session, user: Annotator, study_id: int) -> Access:
 
 def _item(session: Session, user: Annotator, study_id: int, item_id: int) -> Item:
     """An item of the study that the user holds or held (an admin: any), loaded whole."""
-    found = session.execute(
-        select(Item, Assignment.id)
-        .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == user.id))
-        .where(Item.id == item_id)
-        .execution_options(populate_existing=True)
-    ).first()
+    found = session.execute(_ITEM, {"item": item_id, "user": user.id}).first()
     if found is None:
         raise PermissionDenied("no such item")
     item, place = found
@@ -178,11 +258,7 @@ def _item(session: Session, user: Annotator, study_id: int, item_id: int) -> Ite
 
 def answers_of(session: Session, user: Annotator, item_id: int) -> tuple[dict[str, str], str]:
     """The user's current answer per question on the item, and the comment of their latest event."""
-    rows = session.execute(
-        select(VoteEvent.question, VoteEvent.value, VoteEvent.comment)
-        .where(VoteEvent.item_id == item_id, VoteEvent.annotator_id == user.id)
-        .order_by(VoteEvent.id)
-    ).all()
+    rows = session.execute(_ANSWERS, {"item": item_id, "user": user.id}).all()
     return {question: value for question, value, _ in rows}, (rows[-1][2] or "") if rows else ""
 
 
@@ -193,58 +269,9 @@ def _progress(
     ``count_open`` False (the write path: a vote, a skip) leaves out the items still open to the person,
     which reads every item of the study: the page keeps the M of its last read (a judgement moves one
     item from open to judged, so M stays)."""
-    mine = (
-        select(func.count())
-        .select_from(Assignment)
-        .where(
-            Assignment.study_id == study_id,
-            Assignment.annotator_id == user.id,
-            Assignment.status.in_((assignment.DONE, assignment.JUDGED)),  # a judge's own places (issue 28)
-        )
-        .scalar_subquery()
-    )
-    skipped = exists().where(
-        Assignment.study_id == study_id, Assignment.annotator_id == user.id, Assignment.status == assignment.SKIPPED
-    )
-    voted = exists(
-        select(VoteEvent.id)
-        .join(Item, Item.id == VoteEvent.item_id)
-        .where(VoteEvent.annotator_id == user.id, Item.study_id == study_id)
-    )
-    # items to judge (an adaptive design leaves some out) and their places, each its k (designed, else
-    # the overlap) and its extra places: from ix_items_capacity
-    total = select(func.count()).where(Item.study_id == study_id, Item.included == true()).scalar_subquery()
-    places = (
-        select(func.sum(assignment.capacity(study.overlap)))
-        .where(Item.study_id == study_id, Item.included == true())
-        .scalar_subquery()
-    )
-    judged = (
-        select(func.count())
-        .select_from(Assignment)
-        .where(Assignment.study_id == study_id, Assignment.status == assignment.DONE)
-        .scalar_subquery()
-    )
-    # still open to this person (as claim_next offers them): the item they hold; those they skipped, and
-    # those they never had (no place of theirs but a reclaimed one), while they have a free place
-    theirs = select(Assignment.item_id).where(Assignment.study_id == study_id, Assignment.annotator_id == user.id)
-    held = theirs.where(Assignment.status == assignment.ACTIVE)
-    skipped_items = theirs.where(Assignment.status == assignment.SKIPPED)
-    had = theirs.where(Assignment.status != assignment.RECLAIMED)
-    free = Item.holders < assignment.capacity(study.overlap)
-    open_now = (
-        select(func.count())
-        .where(
-            Item.study_id == study_id,
-            Item.included == true(),
-            or_(Item.id.in_(held), and_(free, or_(Item.id.in_(skipped_items), Item.id.not_in(had)))),
-        )
-        .scalar_subquery()
-        if count_open
-        else None
-    )
-    columns = [mine, skipped, voted, total, places, judged] + ([open_now] if count_open else [])
-    done, skipped_any, voted_any, total, places, judged, *open_count = session.execute(select(*columns)).one()
+    statement = _PROGRESS_OPEN if count_open else _PROGRESS
+    row = session.execute(statement, {"study": study_id, "user": user.id, "overlap": study.overlap}).one()
+    done, skipped_any, voted_any, total, places, judged, *open_count = row
     # against the budget when the study has one (it closes once that is spent): issue 24
     needed = allocation.judgements_total(allocation.design_of(study.settings), int(places or 0))
     quota = (study.settings.get("crowd") or {}).get("quota") if user.role == WORKER else None
@@ -324,11 +351,7 @@ def answer(
     # The study's access rule first: a person who is not on the study gets its refusal whatever the
     # item, so an existing item and an unknown one answer alike (issue 37: 403 vs 404 told item ids).
     found = access(session, user, study_id)
-    allowed = session.execute(
-        select(Item.study_id, Assignment.id)
-        .outerjoin(Assignment, and_(Assignment.item_id == Item.id, Assignment.annotator_id == user.id))
-        .where(Item.id == item_id)
-    ).first()
+    allowed = session.execute(_ALLOWED, {"item": item_id, "user": user.id}).first()
     if allowed is None or allowed[0] != study_id:
         raise PermissionDenied("no such item in this study")
     if allowed[1] is None and user.role != "admin":
@@ -336,9 +359,7 @@ def answer(
     if expected is not None:
         # the person's place on the item, locked first (PostgreSQL): two tabs pressing at once are one
         # after the other here, and the second sees the first's answer (SQLite: one writer at a time)
-        session.execute(
-            select(Assignment.id).where(Assignment.item_id == item_id, Assignment.annotator_id == user.id).with_for_update()
-        )
+        session.execute(_LOCK_PLACE, {"item": item_id, "user": user.id})
         stored_now = answers_of(session, user, item_id)[0]
         if stored_now != expected:
             raise AnsweredElsewhere(stored_now)

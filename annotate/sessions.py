@@ -37,7 +37,7 @@ import hmac
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, and_, delete, func, select, update
+from sqlalchemy import Engine, and_, bindparam, delete, func, select, update
 
 from annotate.auth import authenticate, find_annotator
 from annotate.store.db import read_session, write_session
@@ -243,17 +243,25 @@ def open_session(session, annotator: Annotator, now: datetime | None = None) -> 
     return token
 
 
+# Built once: every screen read and every vote runs it (issue 38, as ``annotate.loop``'s statements).
+_USER_IN = (
+    select(Annotator)
+    .join(LoginSession, LoginSession.annotator_id == Annotator.id)
+    .where(
+        LoginSession.id == bindparam("token"),
+        LoginSession.revoked == False,  # noqa: E712
+        LoginSession.expires_at >= bindparam("now", type_=LoginSession.expires_at.type),
+    )
+)
+
+
 def user_in(session, token: str | None, now: datetime | None = None) -> Annotator | None:
     """The annotator of a live session token, or None (unknown, expired, revoked), read in the caller's
     transaction with one statement: the annotator's screen and vote check the login in the same
     transaction as everything else they read or write (``annotate.loop``)."""
     if not isinstance(token, str) or not token or len(token) > 200:
         return None
-    annotator = session.scalars(
-        select(Annotator)
-        .join(LoginSession, LoginSession.annotator_id == Annotator.id)
-        .where(LoginSession.id == _digest(token), LoginSession.revoked == False, LoginSession.expires_at >= (now or utcnow()))  # noqa: E712
-    ).first()
+    annotator = session.scalars(_USER_IN, {"token": _digest(token), "now": now or utcnow()}).first()
     if annotator is None or not (annotator.password_hash or annotator.role == WORKER):
         return None  # an account without a login (imported votes) never has a live session
     return annotator

@@ -91,8 +91,11 @@ PROGRESS = "(() => { const p = document.querySelector('[data-testid=\"stProgress
 # The sitecustomize of --trace: tracemalloc and gc counts, written at each sample the bench asks for (SIGUSR1).
 TRACER = """
 import gc, os, signal, sys, threading, time, tracemalloc, json, collections
-OUT = os.environ["DST_SOAK_TRACE"]
-tracemalloc.start(10)
+# the serving process only (``annotate serve`` execs ``python -m streamlit run``): its analysis process
+# (``python -c ...``) is not traced, so its memory is not the tracer's
+OUT = os.environ.get("DST_SOAK_TRACE") if "streamlit" in sys.orig_argv else None
+if OUT:
+    tracemalloc.start(10)
 _base = {}
 def _types():
     return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
@@ -111,7 +114,8 @@ def _dump(*_):
         with open(OUT, "a") as f:
             f.write(json.dumps(record) + "\\n")
     threading.Thread(target=work, daemon=True).start()
-signal.signal(signal.SIGUSR1, _dump)
+if OUT:
+    signal.signal(signal.SIGUSR1, _dump)
 """
 
 
