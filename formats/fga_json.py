@@ -13,10 +13,10 @@ FORMAT = "fga-json"
 
 
 def sniff(document) -> bool:
-    return _first_turn_has(document, ("gt", "pr"))
+    return first_turn_has(document, ("gt", "pr"))
 
 
-def _first_turn_has(document, keys: tuple[str, ...]) -> bool:
+def first_turn_has(document, keys: tuple[str, ...]) -> bool:
     if not isinstance(document, dict) or not document:
         return False
     turns = next(iter(document.values()))

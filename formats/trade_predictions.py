@@ -12,14 +12,14 @@ import os
 
 from formats.dialogue import BeliefState, Dialogue, split_dash_triplet, state_from_triplets
 from formats.errors import parse_json, read_text
-from formats.fga_json import _first_turn_has
+from formats.fga_json import first_turn_has
 from formats.json_turns import read_keyed_turns
 
 FORMAT = "trade-pred"
 
 
 def sniff(document) -> bool:
-    return _first_turn_has(document, ("turn_belief", "pred_bs_ptr"))
+    return first_turn_has(document, ("turn_belief", "pred_bs_ptr"))
 
 
 def _triplets(values, key: str) -> BeliefState:

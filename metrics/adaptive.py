@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from formats.tidy import Vote
+from metrics.calibrate import refined_argmax
 from metrics.comparisons import declare
 from metrics.correlation import adjust_p, bootstrap_weights, percentile_ci, weighted_pearson
 
@@ -183,7 +184,7 @@ def lambda_star(
 ) -> dict:
     """λ* = the grid value whose FGA correlates best (weighted) with the ratings, with a percentile
     bootstrap interval over dialogues.  ``refine``: λ* (and each bootstrap refit) refined between the best
-    grid point's neighbours by a parabola (``metrics.design.refined_argmax``), so it is not held to the grid."""
+    grid point's neighbours by a parabola (``metrics.calibrate.refined_argmax``), so it is not held to the grid."""
     grid = np.asarray(grid, dtype=float)
     x = np.asarray(fga_by_lambda, dtype=float)
     y, w = np.asarray(rating, dtype=float), np.asarray(weights, dtype=float)
@@ -191,8 +192,6 @@ def lambda_star(
     if not np.isfinite(r).any():
         best = None
     elif refine:
-        from metrics.design import refined_argmax
-
         best = float(refined_argmax(r, grid))
     else:
         best = float(grid[int(np.nanargmax(r))])
@@ -210,8 +209,6 @@ def lambda_star(
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
         if refine:
-            from metrics.design import refined_argmax
-
             stars = refined_argmax(boot[ok], grid)  # non-finite values never win
         else:
             stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]

@@ -28,7 +28,7 @@ from formats.tidy import Vote
 BINARY = ("0", "1")
 
 
-def _as_number(text: str) -> float | None:
+def as_number(text: str) -> float | None:
     try:
         value = float(text)
     except ValueError:
@@ -57,7 +57,7 @@ class UnitTable:
     @property
     def numeric_values(self) -> np.ndarray | None:
         """The categories as numbers, or None when any is not a number."""
-        values = [_as_number(c) for c in self.categories]
+        values = [as_number(c) for c in self.categories]
         return None if any(v is None for v in values) else np.array(values, dtype=float)
 
     @property
@@ -92,7 +92,7 @@ def unit_table(votes: Sequence[Vote], categories: Sequence[str] | None = None) -
     units = list(dict.fromkeys(v.unit for v in votes))
     annotators = list(dict.fromkeys(v.annotator for v in votes))
     spell = {}
-    if categories is None and votes and all(_as_number(v.value) is not None for v in votes):
+    if categories is None and votes and all(as_number(v.value) is not None for v in votes):
         spell = {v.value: canonical_number(v.value) for v in votes}
     if spell:
         votes = [Vote(v.item, v.annotator, v.question, spell[v.value], v.condition) for v in votes]
@@ -100,7 +100,7 @@ def unit_table(votes: Sequence[Vote], categories: Sequence[str] | None = None) -
         seen = set(v.value for v in votes)
         if seen <= set(BINARY):
             seen |= set(BINARY)
-        numbers = {c: _as_number(c) for c in seen}
+        numbers = {c: as_number(c) for c in seen}
         if all(n is not None for n in numbers.values()):
             categories = sorted(seen, key=lambda c: (numbers[c], c))
         else:
@@ -139,7 +139,7 @@ def _fixed_label(tie: str, categories: Sequence[str]) -> str | None:
         label = tie[len("fixed:") :]
         if label in categories:
             return label
-        if _as_number(label) is not None and all(_as_number(c) is not None for c in categories):
+        if as_number(label) is not None and all(as_number(c) is not None for c in categories):
             spelled = canonical_number(label)
             match = next((c for c in categories if canonical_number(c) == spelled), None)
             if match is not None:

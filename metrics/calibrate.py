@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from metrics.correlation import Ratings, percentile_ci, resample_sums, weighted_pearson
-from metrics.scores import _distance_counts, _per_dialogue_sum, fga_from_counts, lambda_from_forgetting
+from metrics.scores import distance_counts, fga_from_counts, lambda_from_forgetting, per_dialogue_sum
 from metrics.turnstats import TurnStatistics
 
 
@@ -38,9 +38,9 @@ class FgaTerms:
     @classmethod
     def from_statistics(cls, stats: TurnStatistics, dialogue_ids: list[str]) -> FgaTerms:
         """Terms for the listed dialogues, in that order."""
-        distances, counts = _distance_counts(stats, per_dialogue=True)
-        exact = _per_dialogue_sum(stats, stats.exact)
-        n_turns = _per_dialogue_sum(stats, np.ones(stats.n_turns))
+        distances, counts = distance_counts(stats, per_dialogue=True)
+        exact = per_dialogue_sum(stats, stats.exact)
+        n_turns = per_dialogue_sum(stats, np.ones(stats.n_turns))
         position = {d: i for i, d in enumerate(stats.dialogue_ids)}
         rows = np.array([position[d] for d in dialogue_ids], dtype=int)
         return cls(exact[rows], n_turns[rows], distances.astype(float), counts[rows])
@@ -416,3 +416,27 @@ def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: 
 
 
 __all__ = ["FgaTerms", "calibrate", "parse_grid", "lambda_from_forgetting"]
+
+
+def refined_argmax(curves, grid) -> np.ndarray:
+    """The λ of the highest value of each curve (last axis over ``grid``), refined between the best grid
+    point's neighbours by the parabola through the three points; at the grid's ends, the end.
+
+    >>> float(refined_argmax(np.array([0.1, 0.3, 0.35, 0.2]), np.array([0.0, 0.5, 1.0, 1.5])))
+    0.875
+    """
+    curves = np.asarray(curves, dtype=float)
+    grid = np.asarray(grid, dtype=float)
+    empty = ~np.isfinite(curves).any(axis=-1)  # no correlation at any λ (a constant rating): no λ*
+    best = np.argmax(np.where(np.isfinite(curves), curves, -np.inf), axis=-1)
+    if grid.size < 3:
+        return np.where(empty, np.nan, grid[best])
+    inner = np.clip(best, 1, grid.size - 2)
+    c0, c1, c2 = (np.take_along_axis(curves, (inner + d)[..., None], axis=-1)[..., 0] for d in (-1, 0, 1))
+    x0, x1, x2 = grid[inner - 1], grid[inner], grid[inner + 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num = (x1 - x0) ** 2 * (c1 - c2) - (x1 - x2) ** 2 * (c1 - c0)
+        den = (x1 - x0) * (c1 - c2) - (x1 - x2) * (c1 - c0)
+        vertex = np.clip(x1 - 0.5 * num / den, x0, x2)
+    at_end = (best == 0) | (best == grid.size - 1) | ~np.isfinite(vertex) | (den <= 0)
+    return np.where(empty, np.nan, np.where(at_end, grid[best], vertex))

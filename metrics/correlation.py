@@ -351,7 +351,7 @@ def _z(r):
     return np.arctanh(np.clip(r, -0.999999, 0.999999))
 
 
-def _jack_var(values: np.ndarray) -> float:
+def jackknife_variance(values: np.ndarray) -> float:
     """The jackknife variance of z from leave-one-out r values: (m − 1)/m · Σ (z_i − mean)²."""
     z = _z(values[np.isfinite(values)])
     return (z.size - 1) / z.size * float(((z - z.mean()) ** 2).sum()) if z.size >= 2 else 0.0
@@ -371,14 +371,14 @@ def jackknife_components(
     moment estimate.  df: Satterthwaite's (1946) for the sum of the two parts, with dialogues − 1 and
     annotators − 1 df (4 annotators with real differences: few df, a wide quantile)."""
     finite = jackknife[np.isfinite(jackknife)]
-    dialogues = _jack_var(finite)
+    dialogues = jackknife_variance(finite)
     df_d = max(finite.size - 1, 1)
     if jackknife_annotators is None:
         return dialogues, 0.0, float(df_d)
     a = jackknife_annotators[np.isfinite(jackknife_annotators)]
-    annotators = _jack_var(a)
+    annotators = jackknife_variance(a)
     if jackknife_votes is not None:
-        annotators = max(annotators - _jack_var(jackknife_votes), 0.0)
+        annotators = max(annotators - jackknife_variance(jackknife_votes), 0.0)
     total = dialogues + annotators
     if total <= 0 or a.size < 2:
         return dialogues, annotators, float(df_d)
@@ -436,7 +436,7 @@ def pearson_intervals(
     zb = _z(boot[finite])
     spread = float(np.std(zb, ddof=1))
     if jackknife_votes is not None and jackknife_annotators is not None:  # two-way: the votes' noise once
-        spread = math.sqrt(max(spread**2 - _jack_var(jackknife_votes), var_d))
+        spread = math.sqrt(max(spread**2 - jackknife_variance(jackknife_votes), var_d))
     if spread > 0:
         out["boot_se_t"] = around(z - q * spread, z + q * spread)
     if jackknife is not None:
@@ -493,7 +493,7 @@ def rank_jackknife_cis(x: np.ndarray, y: np.ndarray, spearman, kendall, confiden
         if estimate is None or abs(estimate) >= 1 or not np.all(np.isfinite(values)):
             out.append(None)
             continue
-        half = q * math.sqrt(_jack_var(values))
+        half = q * math.sqrt(jackknife_variance(values))
         z = math.atanh(estimate)
         out.append([math.tanh(z - half), math.tanh(z + half)])
     return tuple(out)
@@ -593,7 +593,7 @@ def jackknife_t_interval(r: float, leave_one_out: np.ndarray, confidence: float 
     from scipy.stats import t as student_t
 
     finite = leave_one_out[np.isfinite(leave_one_out)]
-    variance = _jack_var(finite)
+    variance = jackknife_variance(finite)
     if abs(r) >= 1 or variance <= 0 or finite.size < 4:
         return None
     half = float(student_t.ppf(0.5 + confidence / 2, finite.size - 1)) * math.sqrt(variance)
@@ -632,7 +632,7 @@ def diff_test(y: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> tuple[float, flo
     r_a, r_b, r_ab = (float(np.corrcoef(u, v)[0, 1]) for u, v in ((y, xa), (y, xb), (xa, xb)))
     diff = r_a - r_b
     loo_a, loo_b = leave_one_out_pearson(xa, y), leave_one_out_pearson(xb, y)
-    var_a, var_b = _jack_var(loo_a[np.isfinite(loo_a)]), _jack_var(loo_b[np.isfinite(loo_b)])
+    var_a, var_b = jackknife_variance(loo_a[np.isfinite(loo_a)]), jackknife_variance(loo_b[np.isfinite(loo_b)])
     n = int(min(np.isfinite(loo_a).sum(), np.isfinite(loo_b).sum()))
     if abs(r_a) >= 1 or abs(r_b) >= 1 or var_a <= 0 or var_b <= 0 or n < 4:
         return diff, None
@@ -1106,7 +1106,7 @@ def ceiling_intervals(
         z = math.atanh(estimate)
         leave_out = 1.0 - np.eye(d)
         jack = np.sqrt(np.clip(ceiling_reliabilities(by_dialogue, leave_out[k >= 1], rating), 0.0, None))
-        jack_var = _jack_var(np.clip(jack[np.isfinite(jack)], 0.0, 0.999999))
+        jack_var = jackknife_variance(np.clip(jack[np.isfinite(jack)], 0.0, 0.999999))
         if jack_var > 0:
             half = q * math.sqrt(jack_var)
             out["jackknife_t"] = [float(max(math.tanh(z - half), 0.0)), float(math.tanh(z + half))]
@@ -1137,7 +1137,7 @@ def ceiling_intervals(
         rated = k >= 1
         jack = np.sqrt(np.clip(ceiling_reliabilities(by_dialogue, leave_out[rated], rating), 0.0, None))
         out["bca"] = bca_interval(estimate, values, jack, confidence)
-        jack_var = _jack_var(np.clip(jack[np.isfinite(jack)], 0.0, 0.999999))
+        jack_var = jackknife_variance(np.clip(jack[np.isfinite(jack)], 0.0, 0.999999))
         if jack_var > 0:
             half = float(student_t.ppf(tail, max(d - 1, 1))) * math.sqrt(jack_var)
             out["jackknife_t"] = [float(max(math.tanh(z - half), 0.0)), float(math.tanh(z + half))]

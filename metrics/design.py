@@ -44,7 +44,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from metrics.correlation import _jack_var, leave_one_out_pearson
+from metrics.adaptive import inclusion_probabilities, lambda_scores
+from metrics.calibrate import refined_argmax
+from metrics.correlation import jackknife_variance, leave_one_out_pearson
 
 QUESTIONS = ("comparison", "lambda", "agreement")
 MIN_OVERLAP = 10  # dialogues with two or more votes, at least, for the ICC (and so the estimand) to be identified
@@ -163,7 +165,7 @@ def corrected_r(metric, ratings_by_dialogue, *, confidence: float = 0.95) -> Est
     low = high = None
     finite = loo[np.isfinite(loo)]
     if abs(value) < 1 and finite.size >= 4 and np.all(np.abs(finite) < 1):
-        half = _t(finite.size, confidence) * math.sqrt(_jack_var(finite))
+        half = _t(finite.size, confidence) * math.sqrt(jackknife_variance(finite))
         low, high = math.tanh(math.atanh(value) - half), math.tanh(math.atanh(value) + half)
         method += "; jackknife-t over dialogues on Fisher's z"
     elif finite.size >= 4:
@@ -573,30 +575,6 @@ def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, 
     return grid, values
 
 
-def refined_argmax(curves, grid) -> np.ndarray:
-    """The λ of the highest value of each curve (last axis over ``grid``), refined between the best grid
-    point's neighbours by the parabola through the three points; at the grid's ends, the end.
-
-    >>> float(refined_argmax(np.array([0.1, 0.3, 0.35, 0.2]), np.array([0.0, 0.5, 1.0, 1.5])))
-    0.875
-    """
-    curves = np.asarray(curves, dtype=float)
-    grid = np.asarray(grid, dtype=float)
-    empty = ~np.isfinite(curves).any(axis=-1)  # no correlation at any λ (a constant rating): no λ*
-    best = np.argmax(np.where(np.isfinite(curves), curves, -np.inf), axis=-1)
-    if grid.size < 3:
-        return np.where(empty, np.nan, grid[best])
-    inner = np.clip(best, 1, grid.size - 2)
-    c0, c1, c2 = (np.take_along_axis(curves, (inner + d)[..., None], axis=-1)[..., 0] for d in (-1, 0, 1))
-    x0, x1, x2 = grid[inner - 1], grid[inner], grid[inner + 1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        num = (x1 - x0) ** 2 * (c1 - c2) - (x1 - x2) ** 2 * (c1 - c0)
-        den = (x1 - x0) * (c1 - c2) - (x1 - x2) * (c1 - c0)
-        vertex = np.clip(x1 - 0.5 * num / den, x0, x2)
-    at_end = (best == 0) | (best == grid.size - 1) | ~np.isfinite(vertex) | (den <= 0)
-    return np.where(empty, np.nan, np.where(at_end, grid[best], vertex))
-
-
 def simulated_lambda_stars(
     fga,
     grid,
@@ -619,15 +597,13 @@ def simulated_lambda_stars(
     each weighted 1/π in a weighted Pearson r (Hájek).  A study is a row of weights over the pool (0: not
     drawn), so ``chunk`` studies are a few matrix products.  Seeded by the design: the same design gives
     the same figures."""
-    from metrics import adaptive
-
     fga = np.asarray(fga, dtype=float)
     pool = fga.shape[0]
     j0 = int(np.argmin(np.abs(np.asarray(grid) - lam0)))
     z0 = (fga[:, j0] - fga[:, j0].mean()) / fga[:, j0].std()
     x = fga - fga.mean(axis=0)  # centring once does not change a correlation
     rng = np.random.default_rng([int(seed), int(n), int(m), int(k_o), int(weighted)])
-    pi = adaptive.inclusion_probabilities(adaptive.lambda_scores(fga), expected=n) if weighted else None
+    pi = inclusion_probabilities(lambda_scores(fga), expected=n) if weighted else None
     sigma = math.sqrt((1 - icc) / icc)
     stars = []
     for start in range(0, replicates, chunk):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from formats.tidy import Vote, VoteTable
-from metrics.aggregate import _as_number, canonical_number, majority_labels, unit_table
+from metrics.aggregate import as_number, canonical_number, majority_labels, unit_table
 from metrics.correlation import percentile_ci
 
 
@@ -39,7 +39,7 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
         raise ValueError(f"{human.source}: no human votes for question {question!r}")
     if not judge_votes:
         raise ValueError(f"{judges.source}: no judge labels for question {question!r}")
-    numeric = all(_as_number(v.value) is not None for v in human_votes + judge_votes)
+    numeric = all(as_number(v.value) is not None for v in human_votes + judge_votes)
     human_votes, judge_votes = _spelled(human_votes, numeric), _spelled(judge_votes, numeric)
     table = unit_table(human_votes)
     majority = majority_labels(table, "none")

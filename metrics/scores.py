@@ -37,7 +37,7 @@ def lambda_from_forgetting(turns_to_forget: float, fraction: float) -> float:
     return -math.log(1.0 - fraction) / turns_to_forget
 
 
-def _distance_counts(stats: TurnStatistics, per_dialogue: bool) -> tuple[np.ndarray, np.ndarray]:
+def distance_counts(stats: TurnStatistics, per_dialogue: bool) -> tuple[np.ndarray, np.ndarray]:
     """Distinct type-2 distances u and how often each occurs (overall or per dialogue)."""
     type2 = stats.type2
     distances = stats.distance[type2]
@@ -67,20 +67,20 @@ def fga_from_counts(
 
 def fga(stats: TurnStatistics, lambdas: Sequence[float]) -> np.ndarray:
     """Corpus FGA for each λ."""
-    distances, counts = _distance_counts(stats, per_dialogue=False)
+    distances, counts = distance_counts(stats, per_dialogue=False)
     exact = np.array(float(stats.exact.sum()))
     return fga_from_counts(exact, np.array(float(stats.n_turns)), distances, counts, np.asarray(lambdas))
 
 
 def dialogue_fga(stats: TurnStatistics, lambdas: Sequence[float]) -> np.ndarray:
     """Per-dialogue FGA, dialogues × λ."""
-    distances, counts = _distance_counts(stats, per_dialogue=True)
-    exact = _per_dialogue_sum(stats, stats.exact)
-    n_turns = _per_dialogue_sum(stats, np.ones(stats.n_turns))
+    distances, counts = distance_counts(stats, per_dialogue=True)
+    exact = per_dialogue_sum(stats, stats.exact)
+    n_turns = per_dialogue_sum(stats, np.ones(stats.n_turns))
     return fga_from_counts(exact, n_turns, distances, counts, np.asarray(lambdas))
 
 
-def _per_dialogue_sum(stats: TurnStatistics, values: np.ndarray) -> np.ndarray:
+def per_dialogue_sum(stats: TurnStatistics, values: np.ndarray) -> np.ndarray:
     return np.bincount(stats.dialogue_index, weights=values.astype(float), minlength=stats.n_dialogues)
 
 

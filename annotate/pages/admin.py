@@ -26,7 +26,7 @@ from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 from metrics.present import interval
 
 
-def _study_picker(label: str = "Study", key: str = "admin-study"):
+def study_picker(label: str = "Study", key: str = "admin-study"):
     """A study chooser that remembers the last study chosen on any admin page (widget state is
     dropped when the page is left, so the choice is kept under a key of its own)."""
     studies = service.list_studies(app_engine())
@@ -60,7 +60,7 @@ def studies_page() -> None:
     with create_tab:
         _create_form(engine, user)
     with change_tab:
-        study = _study_picker(key="change-study")
+        study = study_picker(key="change-study")
         if study is not None:
             _change_study(engine, user, study)
     summaries = service.list_studies(engine)
@@ -610,7 +610,7 @@ def progress_page() -> None:
     user = require_admin_page()
     engine = app_engine()
     st.title("Progress")
-    study = _study_picker()
+    study = study_picker()
     if study is None:
         return
     report = service.study_progress(engine, user, study.id)

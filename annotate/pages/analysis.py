@@ -19,7 +19,7 @@ from annotate import service
 from annotate.allocation import judgements_total
 from annotate.kinds import KINDS
 from annotate.pages import tables
-from annotate.pages.admin import _study_picker
+from annotate.pages.admin import study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from exports.charts import agreement_chart, annotator_chart, annotator_rows, forest_chart, metric_rating_chart, r_lambda_chart
 from formats.settings import settings
@@ -106,7 +106,7 @@ def render() -> None:
     # for the summary and the forest plot to be on the first screen at 1400x900 (issue 27).
     picker, left, middle, right = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
     with picker:
-        study = _study_picker(key="analysis-study")
+        study = study_picker(key="analysis-study")
     if study is None:
         return
     progress_report = service.study_progress(engine, user, study.id)

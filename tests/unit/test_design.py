@@ -243,6 +243,7 @@ def test_refined_argmax_finds_the_vertex_between_grid_points():
     assert dz.refined_argmax(curves, grid) == pytest.approx([0.83, 1.17, 2.0])
 
 
+@pytest.mark.slow  # a simulation of seconds: the full suite runs it, the quick loop does not
 def test_lambda_designs_one_vote_each_but_the_smallest_identified_overlap():
     pool = _lambda_pool()
     for icc in (0.26, 0.7):
@@ -323,6 +324,7 @@ def test_a_lambda_design_that_cannot_pin_lambda_says_so_instead_of_a_saving():
     assert proposal.notes[0].startswith("λ* is not pinned down by this design")
 
 
+@pytest.mark.slow  # a simulation of seconds: the full suite runs it, the quick loop does not
 def test_a_lambda_target_width_is_reached_by_the_simulated_width():
     """A target width: the proposal's simulated width is at most the target (and not far below it: the
     fewest judgements), the reference simulated at n = pool gave 1.036 for a target of 0.8 before."""

@@ -60,6 +60,7 @@ def test_the_closed_form_is_the_correlation_of_the_means_with_the_truth(design):
     assert abs(np.mean(found) - reachable(counts)) < 3 * np.std(found) / math.sqrt(len(found)) + 0.005
 
 
+@pytest.mark.slow  # 20 simulated studies of 1,000 dialogues each: seconds
 @pytest.mark.parametrize("design, expected", [("uniform 1-5", 0.694), ("1,1,1,5", 0.593)])
 def test_the_ceiling_with_unequal_counts_is_the_reachable_correlation(design, expected):
     """One study of 10,000 dialogues: r_max has a Monte-Carlo SD of about 0.006 (1-5) and 0.007 ({1,1,1,5})
