@@ -628,7 +628,7 @@ def agreement_report(
     weight_matrix = agreement_weights(scale, weights)
     notes: list[str] = []
     if resamples <= 0:
-        notes.append("--bootstrap 0: no confidence interval was computed (every ci is null)")
+        notes.append("no bootstrap resamples (0 asked for): no confidence interval was computed (every ci is null)")
     single = int((table.votes_per_unit == 1).sum())
     if single:
         notes.append(f"{single} item(s) with a single vote: left out of agreement")
@@ -675,14 +675,14 @@ def agreement_report(
     weighted = "unweighted" if weights == "none" else f"{weights} weights over the answers' values"
     result["labels"] = {
         "percent_agreement": "unweighted",
-        "krippendorff_alpha": f"level {level} (--level)",
+        "krippendorff_alpha": f"level of measurement {level}",
         "fleiss_kappa": "unweighted",
         "gwet_ac1": "unweighted",
-        "cohen_kappa_pairwise": f"{weighted} (--weights)",
+        "cohen_kappa_pairwise": weighted,
     }
     if weight_matrix is not None:
         result["gwet_ac2"] = _safe(lambda: gwet_ac2(rated, weight_matrix), notes, "Gwet's AC2")
-        result["labels"]["gwet_ac2"] = f"{weighted} (--weights)"
+        result["labels"]["gwet_ac2"] = weighted
     cis, ci_notes = bootstrap_cis(table, level, resamples=resamples, seed=seed, weights=weight_matrix)
     result["ci"] = {name: cis[name] if result.get(name) is not None else None for name in cis}
     # Every item with two or more votes unanimous: resamples can only repeat it, so an interval is a point,

@@ -301,7 +301,9 @@ def calibrate(
         ci_lambda=None, ci_r=None, at_bound=None, bootstrap={"resamples": resamples, "seed": seed, "resample": resample}
     )
     if resamples <= 0:
-        notes.append("--bootstrap 0: no confidence interval was computed for λ* or r (ci_lambda and ci_r are null)")
+        notes.append(
+            "no bootstrap resamples (0 asked for): no confidence interval was computed for λ* or r (ci_lambda and ci_r are null)"
+        )
     if resamples > 0:
         rng = np.random.default_rng(seed)
         weights, n_b, sy_b, syy_b = resample_sums(ratings, resamples, rng, resample)
@@ -394,7 +396,7 @@ def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: 
     """Fit λ* without each fold, score the fold with it; pooled out-of-fold r."""
     d = ratings.n_dialogues
     if folds < 2 or d < 2 * folds:
-        note = f"cross-validation: needs --folds >= 2 and at least 2 dialogues per fold ({d} dialogues)"
+        note = f"cross-validation: needs at least 2 folds and at least 2 dialogues per fold ({d} dialogues)"
         return {"cv_r": None, "cv_folds": [], "cv_notes": [note]}
     order = np.random.default_rng(seed).permutation(d)
     fold_of = np.empty(d, dtype=int)

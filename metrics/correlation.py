@@ -896,15 +896,16 @@ def correlation_report(
         )
     if resamples <= 0:
         notes.append(
-            "--bootstrap 0: no bootstrap interval was computed (bootstrap_ci and bca_ci are null); the reported "
+            "no bootstrap resamples (0 asked for): no bootstrap interval was computed (bootstrap_ci and bca_ci are null); "
+            "the reported "
             "intervals are jackknife ones, which need no resampling"
         )
     voted = 0 if ratings.matrix is None else int(np.isfinite(ratings.matrix).any(axis=1).sum())
     if resample == "dialogues" and 0 < voted <= FEW_ANNOTATORS:
         notes.append(
             f"only {voted} annotators gave these votes: intervals over dialogues leave out which annotators were "
-            "asked and their own leniency and scale, and can be too narrow (python -m bench.bench_coverage: "
-            f"{FEW_ANNOTATORS_COVERAGE}); --resample dialogues+annotators covers that"
+            "asked and their own leniency and scale, and can be too narrow (simulated coverage of 95% intervals, "
+            f"{FEW_ANNOTATORS_COVERAGE}); resampling annotators as well as dialogues covers that"
         )
     if pairs:  # the interval each metric got, said as it was (issue 26: not "conservative" for none)
         methods = {row["ci_method"] for row in rows if "ci_method" in row}
@@ -1224,7 +1225,7 @@ def ceiling_report(
     if result["ci"] is not None and voted <= FEW_ANNOTATORS:
         result["ci_note"] = (
             f"only {voted} annotators gave these votes: the interval resamples dialogues, not the annotators' own "
-            "leniency and scale, and can be too narrow (python -m bench.bench_coverage: 0.85-0.92 with a pool of 12 "
+            "leniency and scale, and can be too narrow (simulated coverage of 95% intervals: 0.85-0.92 with a pool of 12 "
             "such annotators)"
         )
     return result

@@ -108,7 +108,7 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
             row["note"] = "no item labelled by this judge has a human majority"
         rows.append(row)
     if resamples <= 0:
-        notes.append("--bootstrap 0: no confidence interval was computed (kappa_ci is null)")
+        notes.append("no bootstrap resamples (0 asked for): no confidence interval was computed (kappa_ci is null)")
     return {
         "question": question,
         "n_items_with_majority": len(truth),

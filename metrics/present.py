@@ -351,7 +351,7 @@ def williams_table(correlation: dict) -> Table:
         "p: that interval's own test (the level at which it touches 0), so the interval and the adjusted p agree; "
         "Williams' t (normal theory, df = n − 3) beside it for reference; n = dialogues. 'n for 80% power': dialogues a "
         f"study needs to detect the observed difference with Williams' test at the family's level α = {planned:.3g} "
-        "(python -m metrics plan).",
+        "(the study designer's planner).",
         *(f"{w['a']} vs {w['b']}: {w['note']}" for w in correlation["williams"] if w.get("note")),
         *(note for note in correlation.get("notes", []) if note.startswith(NOT_COMPARED)),
     ]

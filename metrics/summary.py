@@ -215,7 +215,7 @@ def _interval_words(report: Mapping, key: str, name: str, numbers: dict) -> str:
     """`` [lo, hi]``, with a word when the interval collapsed to a point or was not computed."""
     pair = report["ci"].get(key)
     if pair is None:
-        return " (no interval: --bootstrap 0)" if report["bootstrap"]["resamples"] <= 0 else " (no interval)"
+        return " (no interval: no bootstrap resamples)" if report["bootstrap"]["resamples"] <= 0 else " (no interval)"
     text = _ci(pair, name, numbers)
     if key in report.get("ci_degenerate", []):
         text += " (a point, not an interval: every bootstrap resample gave the same value, so it measures no uncertainty)"
@@ -565,7 +565,9 @@ def calibration_sentences(calibration: Mapping) -> list[Sentence]:
         sentences.append(
             Sentence(
                 "note",
-                "No interval for λ* or its r: --bootstrap 0." if k["bootstrap"]["resamples"] <= 0 else "No interval for λ*.",
+                "No interval for λ* or its r: no bootstrap resamples."
+                if k["bootstrap"]["resamples"] <= 0
+                else "No interval for λ*.",
             )
         )
     if k.get("best_at_bound") and grid:  # the best grid point is the first or the last (Brent refines next to it)

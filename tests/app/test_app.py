@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
@@ -392,3 +394,47 @@ def test_an_slu_turn_with_its_recording_gets_an_audio_player(app_db, fixtures, t
     players = app.get("audio")
     assert len(players) == 1, [e.type for e in app.main]
     assert players[0].proto.url  # served from the media file manager: the bytes we stored
+
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z-]*|python3? -m ")
+
+
+def _everything_shown(probe: AppTest) -> str:
+    """Every piece of text the page shows: texts, markdown, captions, metrics, table cells and headers."""
+    parts = [texts(probe)]
+    for kind in ("markdown", "caption", "info", "warning", "error", "success"):
+        parts += [str(element.value) for element in probe.get(kind)]
+    parts += [f"{m.label} {m.value}" for m in probe.metric]
+    for frame in probe.dataframe:
+        parts += [str(c) for c in frame.value.columns] + [str(v) for v in frame.value.astype(str).to_numpy().ravel()]
+    return "\n".join(parts)
+
+
+def test_no_page_or_report_shows_a_command_line_flag(app_db):
+    """Issue 39: the Analysis page and the report carried "--bootstrap 0: …", "(--level)", "(--weights)".
+    Words for people name the setting, never the command line's flag: here with no resamples asked for
+    (the notes that said "--bootstrap 0") and the satisfaction demo study voted through."""
+    from dataclasses import replace
+
+    from annotate.store.db import write_session
+    from annotate.study_data import stored_settings
+
+    engine = get_engine(app_db)
+    start()
+    _, token = log_in(engine, "admin", "demo-admin-pw")
+    _vote_everything(engine, "satisfaction", lambda n, item: {"satisfied": "1" if n == 3 or len(item.key) % 2 else "0"})
+    study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
+    with write_session(engine) as session:
+        row = session.get(Study, study.id)
+        row.settings = {**(row.settings or {}), "analysis": replace(stored_settings(row.settings), resamples=0).to_dict()}
+    probe = analysis_as(token)
+    assert not probe.exception, probe.exception
+    shown = _everything_shown(probe)
+    assert "no confidence interval" in shown or "no interval" in shown  # the notes are there, in words
+    assert FLAG.findall(shown) == []
+    from annotate.sessions import session_user
+
+    admin = session_user(engine, token)
+    report = service.export(engine, admin, study.id, "report-md")[0].decode().replace("\\", "")  # Markdown's escapes
+    assert "no interval" in report or "no confidence interval" in report
+    assert FLAG.findall(report) == []

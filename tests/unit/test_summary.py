@@ -226,13 +226,13 @@ def test_no_interval_without_bootstrap(study):
     path, dialogues, votes, _ = study
     table = votes_from_rows(((v.item, v.annotator, v.question, v.value, "") for v in votes), "votes")
     said = summarise_agreement(agreement_all(table, resamples=0)).sentences[0]
-    assert "α 0.148 (no interval: --bootstrap 0)" in said.text and "alpha_low" not in said.numbers
+    assert "α 0.148 (no interval: no bootstrap resamples)" in said.text and "alpha_low" not in said.numbers
     grid = np.linspace(0, 2, 11)
     calibration = calibrate_study(
         dialogues, votes, ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid)), grid, resamples=0, folds=2
     )
     text = summarise_calibration(calibration).text()
-    assert "No interval for λ* or its r: --bootstrap 0." in text and "[" not in text.split(";")[0]
+    assert "No interval for λ* or its r: no bootstrap resamples." in text and "[" not in text.split(";")[0]
 
 
 def test_correlation_undefined_when_the_ratings_are_constant(study):
