@@ -214,11 +214,24 @@ def _item_panel(study: StudySummary) -> None:
         comment_box=lambda: st.text_input("Comment (optional)", key=comment_key),
         finish=lambda: (screen.leave(state, study.id, item.id), _rerun_item()),
         audio=lambda: service.item_audio(engine, user, item.id),
-        on_answer=lambda chosen, done: _answer(study.id, item.id, chosen, done, item.key),
-        on_finish=lambda: screen.leave(state, study.id, item.id),
+        # The buttons' callbacks: Streamlit keeps a widget's callback for as long as the session lives,
+        # and the item's buttons are new widgets per item, so these hold ids, never the item (issue 37)
+        on_answer=_on_answer(study.id, item.id, item.key),
+        on_finish=_on_finish(study.id, item.id),
     )
     VIEWS[study.kind](st, context)
     _go_back(study, user, now.has_history)
+
+
+def _on_answer(study_id: int, item_id: int, item_key: str):
+    """An answer button's on_click: it holds the ids and the key of the item, not the item (Streamlit
+    keeps every callback of the session's widgets: issue 37's soak)."""
+    return lambda chosen, done: _answer(study_id, item_id, chosen, done, item_key)
+
+
+def _on_finish(study_id: int, item_id: int):
+    """Go on without storing anything (an on_click), holding the ids only (see :func:`_on_answer`)."""
+    return lambda: screen.leave(st.session_state, study_id, item_id)
 
 
 # --- the annotator's own view (issue 38, items 4 and 5) -------------------------------------------------

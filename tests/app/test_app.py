@@ -438,3 +438,37 @@ def test_no_page_or_report_shows_a_command_line_flag(app_db):
     report = service.export(engine, admin, study.id, "report-md")[0].decode().replace("\\", "")  # Markdown's escapes
     assert "no interval" in report or "no confidence interval" in report
     assert FLAG.findall(report) == []
+
+
+def _items_alive(ids) -> list[int]:
+    import gc
+
+    from annotate.store.models import Item
+
+    gc.collect()
+    return sorted({o.id for o in gc.get_objects() if isinstance(o, Item) and o.id in ids})
+
+
+@pytest.mark.parametrize("kind_label", ["satisfaction", "slu"])
+def test_an_item_judged_is_not_kept_alive_by_the_session(app_db, kind_label):
+    """Issue 37's soak: the server grew with every vote while a tab stayed open. Streamlit keeps every
+    widget's metadata, its on_click callback and that callback's arguments included, for as long as the
+    session lives (1.67: stale widgets lose their value, never their metadata), and the item's buttons
+    are new widgets per item (their keys carry its id). The callbacks held the item itself (the whole
+    dialogue, parsed), so every item judged in a tab stayed in memory until the tab closed. The
+    callbacks now hold the item's id and key only: after six judgements none of the judged items lives."""
+    app = login("ann1", "demo-ann1-pw")
+    if kind_label != "satisfaction":
+        app = choose_study(app, "SLU" if kind_label == "slu" else kind_label)
+    judged = []
+    for _ in range(6):
+        shown = int(item_button(app, "sat-1" if kind_label == "satisfaction" else "slu-save").key.rsplit("-", 1)[1])
+        judged.append(shown)
+        if kind_label == "satisfaction":
+            item_button(app, "sat-1").click().run()
+        else:
+            for toggle in [b for b in app.button if b.key and b.key.startswith(f"act-{shown}-") and b.key.endswith("-key")]:
+                toggle.click().run()
+            item_button(app, "slu-save").click().run()
+        assert not app.exception, app.exception
+    assert len(set(judged)) == 6 and _items_alive(set(judged[:-1])) == []

@@ -35,7 +35,9 @@ def render(st, ctx: ItemContext) -> None:
             key=ctx.key("slu-save"),
             type="primary",
             on_click=_save,
-            args=(ctx, keys, transcription_key, f"status-{item.id}"),
+            # ids and the answers, never the item or ctx: Streamlit keeps a widget's callback arguments for
+            # the session's life, and this button is a new widget per item (issue 37)
+            args=(ctx.state, item.id, dict(answers), keys, transcription_key, f"status-{item.id}", ctx.on_answer, ctx.on_finish),
         )
         ctx.skip_button()
         with st.popover("Comment (optional)"):
@@ -110,21 +112,31 @@ def _act_rows(st, ctx: ItemContext, view: dict, keys: dict[str, str]) -> None:
             )
 
 
-def _save(ctx: ItemContext, keys: dict[str, str], transcription_key: str, status_key: str) -> None:
+def _save(
+    state,
+    item_id: int,
+    answers: dict[str, str],
+    keys: dict[str, str],
+    transcription_key: str,
+    status_key: str,
+    on_answer,
+    on_finish,
+) -> None:
     """*Save and next* (an on_click callback): every act marked, the answers stored in one write that
-    claims the next item; an act left unmarked keeps the item, with a warning."""
-    choices = {name: ctx.state.get(key) for name, key in keys.items()}
+    claims the next item; an act left unmarked keeps the item, with a warning.  ``answers``: the stored
+    ones the tab drew."""
+    choices = {name: state.get(key) for name, key in keys.items()}
     missing = [name for name, value in choices.items() if value is None]
     if missing:
-        ctx.state[f"slu-unmarked-{ctx.item.id}"] = len(missing)
+        state[f"slu-unmarked-{item_id}"] = len(missing)
         return
-    answers_now = {**choices, "transcription": ctx.state[transcription_key], "transcription_status": ctx.state[status_key]}
+    answers_now = {**choices, "transcription": state[transcription_key], "transcription_status": state[status_key]}
     # A change adds events only for what changed; a first judgement stores everything.
-    changed = {q: v for q, v in answers_now.items() if ctx.answers.get(q) != v} if ctx.answers else answers_now
+    changed = {q: v for q, v in answers_now.items() if answers.get(q) != v} if answers else answers_now
     if changed:
-        ctx.on_answer(changed, True)
+        on_answer(changed, True)
     else:
-        ctx.on_finish()
+        on_finish()
 
 
 register_view("slu", render, keys=(("1-9", "Flip act 1-9: correct, press again: incorrect"), ("Ctrl+Enter", "Save and next")))
