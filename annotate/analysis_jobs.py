@@ -241,7 +241,7 @@ def _separate(engine: Engine) -> bool:
 
 def prepare(engine: Engine) -> None:
     """Start the analysis process and import the analysis in it, so that the first look does not wait
-    for it (the warmer calls this after its first sleep)."""
+    for it (the warmer calls this as it starts: a process of its own, so the serving process imports nothing)."""
     if _separate(engine):
         _WORKER.call(_child_ready)
 
@@ -444,11 +444,13 @@ def start_warmer(engine: Engine) -> bool:
 
     def loop() -> None:
         settled: dict[int, _Seen] = {}
-        time.sleep(POLL_SECONDS)
         try:
-            prepare(engine)  # the analysis process, ready before the first look
+            # the analysis process at once, ready before the first look (~3 s of imports, at its own lower
+            # priority: the login form is served meanwhile)
+            prepare(engine)
         except Exception:
             log.warning("analysis warmer: the analysis process did not start", exc_info=True)
+        time.sleep(POLL_SECONDS)
         while True:
             try:
                 warm_once(engine, settled)
