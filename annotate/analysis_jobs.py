@@ -334,11 +334,7 @@ def look(
         return _meanwhile(key, error=failed.error)
     job = submit(engine, key)
     deadline = time.monotonic() + wait
-    first = reports.first_key(key)
-    awaited = first if first != key and reports.cached(first) is None and reports.newest(key) is None else None
-    # polled, never a blocking wait on the job's future; the first answers end the wait when they are
-    # what the page will show meanwhile (they come a moment before a progress bar would)
-    while job.running and time.monotonic() < deadline and (awaited is None or reports.cached(awaited) is None):
+    while job.running and time.monotonic() < deadline:  # polled, never a blocking wait on the job's future
         time.sleep(0.05)
     found = reports.cached(key)  # it may have ended meanwhile
     if found is not None:
