@@ -220,14 +220,14 @@ def _child_ready() -> bool:
 
 
 def _child_analyse(url: str, study_id: int, settings: AnalysisSettings, condition: str | None) -> dict:
-    """In the analysis process: the analysis, read from the database by URL (``reports._analyse``)."""
+    """In the analysis process: the analysis, read from the database by URL (``reports.analyse_afresh``)."""
     from annotate import reports
     from annotate.store.db import make_engine
 
     engine = _CHILD_ENGINES.get(url)
     if engine is None:
         engine = _CHILD_ENGINES[url] = make_engine(url, pool_size=1)
-    return reports._analyse(engine, study_id, settings, condition, None)
+    return reports.analyse_afresh(engine, study_id, settings, condition, None)
 
 
 def _separate(engine: Engine) -> bool:

@@ -661,7 +661,7 @@ def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, cond
     return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
 
 
-def _analyse(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
+def analyse_afresh(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
     """``annotate.study_data``'s analysis without the annotators left out of it (:func:`leave_out_excluded`),
     computed afresh (no access check: :func:`study_analysis` and ``annotate.analysis_jobs`` make it)."""
     with read_session(engine) as session:
@@ -679,7 +679,7 @@ def study_analysis(
     condition: str | None = None,
     progress: Progress | None = None,
 ) -> dict:
-    """The study's analysis without the excluded annotators (:func:`_analyse`), computed once per
+    """The study's analysis without the excluded annotators (:func:`analyse_afresh`), computed once per
     study state and settings (admin only; checked on every call).
 
     The result is shared: callers must not change it."""
@@ -709,7 +709,7 @@ def newest(key: tuple) -> dict | None:
 def compute(engine: Engine, key: tuple, progress: Progress | None = None) -> dict:
     """Compute the analysis ``key`` names and keep it in the cache (no access check: callers make it)."""
     _, study_id, settings, condition, _ = key
-    return keep(key, _analyse(engine, study_id, settings, condition, progress))
+    return keep(key, analyse_afresh(engine, study_id, settings, condition, progress))
 
 
 def first_key(key: tuple) -> tuple:

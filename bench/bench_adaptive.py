@@ -268,7 +268,8 @@ def _needed(fractions, widths, target) -> float:
 def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
     """One seed, one rating scale: the four comparisons (designer vs uniform k = 3 for r(FGA) − r(JGA)
     and λ*; designer vs 11 x 100 for r(FGA) − r(JGA))."""
-    from metrics.design import corrected_difference, design, refined_argmax
+    from metrics.calibrate import refined_argmax
+    from metrics.design import corrected_difference, design
 
     n_pool = len(data["jga"])
     fga_at, jga, fga = data["fga_at"], data["jga"], data["fga"]

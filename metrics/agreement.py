@@ -234,7 +234,7 @@ def alpha_from_counts(counts: np.ndarray, values: np.ndarray | None, level: str)
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     if level != "nominal" and values is None:
-        raise Undefined(f"{level} α needs numeric answers; use --level nominal")
+        raise Undefined(f"{level} α needs numeric answers; choose the nominal level of measurement")
     pairable = counts.sum(axis=1) >= 2
     if not pairable.any():
         raise Undefined("no item has two or more votes")
@@ -248,7 +248,8 @@ def alpha_from_counts(counts: np.ndarray, values: np.ndarray | None, level: str)
             return _interval_alpha(counts, domain)
         raise Undefined(
             f"{counts.shape[1]} distinct answers over {counts.shape[0]} items would need "
-            f"{counts.shape[0] * counts.shape[1] ** 2 * 8 / 1e6:.0f} MB; use --level interval or fewer categories"
+            f"{counts.shape[0] * counts.shape[1] ** 2 * 8 / 1e6:.0f} MB; "
+            "choose the interval level of measurement or fewer categories"
         )
     if level == "nominal":
         domain = np.arange(counts.shape[1])  # category labels need not be numbers

@@ -417,7 +417,7 @@ def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: 
     return {"cv_r": _finite(weighted_pearson(held_out, n, sy, syy)), "cv_folds": fold_rows, "cv_notes": []}
 
 
-__all__ = ["FgaTerms", "calibrate", "parse_grid", "lambda_from_forgetting"]
+__all__ = ["FgaTerms", "calibrate", "parse_grid", "lambda_from_forgetting", "refined_argmax"]
 
 
 def refined_argmax(curves, grid) -> np.ndarray:

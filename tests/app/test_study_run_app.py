@@ -39,7 +39,7 @@ def test_analysis_page_twice_with_the_same_settings(app_db):
 
 
 def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_db, monkeypatch):
-    import annotate.reports as analysis_module  # reports._analyse: the computation the cache keeps
+    import annotate.reports as analysis_module  # reports.analyse_afresh: the computation the cache keeps
 
     monkeypatch.setenv("DST_JUDGE_ANALYSIS_PROCESS", "0")  # in this process, where the patch below reaches
     engine = get_engine(app_db)
@@ -47,9 +47,11 @@ def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_
     admin, token = log_in(engine, "admin", "demo-admin-pw")
     _vote_everything(engine, "satisfaction", lambda n, item: {"satisfied": "1" if n == 3 or len(item.key) % 2 else "0"})
     calls = []
-    original = analysis_module._analyse
+    original = analysis_module.analyse_afresh
     # the full analyses (the page's first answers, without resamples, come first and are cheap: not counted)
-    monkeypatch.setattr(analysis_module, "_analyse", lambda *a, **k: (a[2].resamples and calls.append(a[1])) or original(*a, **k))
+    monkeypatch.setattr(
+        analysis_module, "analyse_afresh", lambda *a, **k: (a[2].resamples and calls.append(a[1])) or original(*a, **k)
+    )
     assert not analysis_as(token).exception
     study = next(s for s in service.list_studies(engine) if s.kind == "satisfaction")
     outputs = {

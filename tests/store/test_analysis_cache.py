@@ -120,7 +120,7 @@ def test_the_annotators_progress_line_counts_against_the_budget(engine, tmp_path
 
 
 def test_the_design_line_of_a_uniform_study_is_the_analysis_pages_difference(engine, tmp_path, monkeypatch):
-    import annotate.reports as study_data  # reports._analyse: the computation the cache keeps
+    import annotate.reports as study_data  # reports.analyse_afresh: the computation the cache keeps
 
     study, admin, people = _study(engine, tmp_path, n=12, overlap=2, annotators=2, name="uniform")
     service.set_allocation(engine, admin, study.id, policy="uniform", target_width=0.01)
@@ -128,8 +128,8 @@ def test_the_design_line_of_a_uniform_study_is_the_analysis_pages_difference(eng
     for person in people:
         _vote(engine, study, person)
     computed = []
-    original = study_data._analyse
-    monkeypatch.setattr(study_data, "_analyse", lambda *a, **k: computed.append(a[1]) or original(*a, **k))
+    original = study_data.analyse_afresh
+    monkeypatch.setattr(study_data, "analyse_afresh", lambda *a, **k: computed.append(a[1]) or original(*a, **k))
     status = service.allocation_status(engine, admin, study.id)
     page = study_analysis(engine, admin, study.id, service.study_settings(engine, admin, study.id))
     pair = next(w for w in page["correlation"]["williams"] if {w["a"], w["b"]} == {"fga_0.5", "jga"})

@@ -125,7 +125,7 @@ def test_a_vote_builds_no_statement_of_its_own(engine, fixtures):
     """Issue 38, item 2: the write's statements are built once (module-level, ``bindparam``), not per
     vote: building a statement and SQLAlchemy's cache key of a new one were a fifth of a vote's time in
     the serving process.  From the second vote on, every statement the page's write executes (login,
-    access, the vote, the claim, the next screen) is an object an earlier vote executed too."""
+    access, the vote, the next screen; the claim runs as prepared statements on the driver's cursor, unseen here) is an object an earlier vote executed too."""
     with write_session(engine) as session:
         study = create_study(session, "built-once", "satisfaction", [fixtures / "fga_human_eval"], overlap=1)
         person = add_annotator(session, "rater", "a-long-enough-password")

@@ -12,6 +12,7 @@ from scipy.stats import t as student_t
 
 from metrics import design as dz
 from metrics.__main__ import main
+from metrics.calibrate import refined_argmax
 from metrics.correlation import ceiling_report, icc_oneway
 from metrics.planning import spearman_brown
 
@@ -240,7 +241,7 @@ def _lambda_pool(size: int = 1500, seed: int = 0) -> dict[str, np.ndarray]:
 def test_refined_argmax_finds_the_vertex_between_grid_points():
     grid = np.linspace(0, 2, 9)
     curves = np.vstack([-((grid - 0.83) ** 2), -((grid - 1.17) ** 2), grid])  # the last rises to the grid's end
-    assert dz.refined_argmax(curves, grid) == pytest.approx([0.83, 1.17, 2.0])
+    assert refined_argmax(curves, grid) == pytest.approx([0.83, 1.17, 2.0])
 
 
 @pytest.mark.slow  # a simulation of seconds: the full suite runs it, the quick loop does not
@@ -346,4 +347,4 @@ def test_a_lambda_pool_with_a_missing_or_repeated_value_is_refused():
     flat = {**pool, "fga_0.5": np.full(pool["jga"].size, 0.5)}
     with pytest.raises(ValueError, match="FGA at λ 0.5 is the same on every pool dialogue"):
         dz.design("lambda", flat, budget=900, icc=0.5, r_a=0.8)
-    assert np.isnan(dz.refined_argmax(np.full(4, np.nan), np.arange(4.0)))  # no correlation at any λ: no λ*
+    assert np.isnan(refined_argmax(np.full(4, np.nan), np.arange(4.0)))  # no correlation at any λ: no λ*

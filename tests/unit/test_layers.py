@@ -170,12 +170,25 @@ def test_no_private_name_is_imported_from_another_module():
     """Issue 39, item 5: a name with a leading underscore stays in its module (a name another module
     needs is public, documented, and part of its module's contract)."""
     wrong = []
+    private = lambda name: name.startswith("_") and not name.endswith("__")  # noqa: E731
     for path in _files():
         for module, names in _module_imports(path):
             if module.split(".")[0] in LAYERS:
-                wrong += [
-                    f"{path.relative_to(REPO)}: {module}.{name}"
-                    for name in names
-                    if name.startswith("_") and not name.endswith("__")
-                ]
-    assert wrong == []
+                wrong += [f"{path.relative_to(REPO)}: {module}.{name}" for name in names if private(name)]
+        # and through a module imported whole: ``from annotate import reports`` ... ``reports._analyse``
+        modules = {}
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] in LAYERS:
+                for alias in node.names:
+                    if (REPO / node.module.replace(".", "/") / f"{alias.name}.py").exists():
+                        modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name.split(".")[0] in LAYERS:
+                        modules[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                if private(node.attr) and modules[node.value.id] != _module_name(path):
+                    wrong.append(f"{path.relative_to(REPO)}: {modules[node.value.id]}.{node.attr}")
+    assert sorted(set(wrong)) == []
