@@ -47,6 +47,7 @@ import numpy as np
 from formats.settings import settings
 from formats.tidy import Vote
 from metrics.aggregate import UnitTable, canonical_number, majority_from_counts, unit_table
+from metrics.correlation import bca_interval
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 # krippendorff builds a units × values² array; above this we switch or refuse (see alpha).
@@ -476,31 +477,25 @@ def interval_families(
 
     - ``percentile``: the draws' quantiles (Efron 1979);
     - ``bca``: bias-corrected and accelerated, the acceleration from the jackknife over items (Efron 1987;
-      Davison & Hinkley 1997, §5.3);
+      Davison & Hinkley 1997, §5.3): :func:`metrics.correlation.bca_interval`, absent from the result
+      where it is undefined (every draw on one side of the estimate, too few values);
     - ``atanh_t``: atanh(θ̂) ± t(n − 1) × the bootstrap standard error of atanh(θ*), back-transformed
       (the Fisher-z idea for a coefficient in (−1, 1]);
     - ``jackknife_atanh_t``: the same with the jackknife's standard error (no bootstrap);
     - ``studentized``: bootstrap-t, each draw studentized by its own jackknife standard error
       (``studentized``, the (θ* − θ̂)/se* values; Davison & Hinkley 1997, §5.2).
     """
-    from scipy.stats import norm, t
+    from scipy.stats import t
 
     alpha = (1 - confidence) / 2
     n = jackknife.size
     out: dict[str, tuple[float, float]] = {}
     if "percentile" in families:
         out["percentile"] = (float(np.quantile(drawn, alpha)), float(np.quantile(drawn, 1 - alpha)))
-    if "bca" in families:
-        tie = np.abs(drawn - point) <= 1e-12 * max(1.0, abs(point))  # the same value up to rounding
-        below = (np.sum((drawn < point) & ~tie) + 0.5 * np.sum(tie)) / drawn.size
-        z0 = norm.ppf(np.clip(below, 1 / (2 * drawn.size), 1 - 1 / (2 * drawn.size)))
-        centred = jackknife.mean() - jackknife
-        spread = (centred**2).sum()
-        accel = (centred**3).sum() / (6 * spread**1.5) if spread > 0 else 0.0
-        z = norm.ppf([alpha, 1 - alpha])
-        levels = norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))
-        low, high = np.quantile(drawn, levels)
-        out["bca"] = (float(low), float(high))
+    if "bca" in families:  # the package's one BCa, with its edge rule: no interval where it is undefined
+        found = bca_interval(float(point), np.asarray(drawn, dtype=float), np.asarray(jackknife, dtype=float), confidence)
+        if found is not None:
+            out["bca"] = (found[0], found[1])
     quantile = t.ppf(1 - alpha, max(n - 1, 1))
     for name in ("atanh_t", "jackknife_atanh_t"):
         if name not in families:
@@ -589,16 +584,21 @@ def bootstrap_cis(
             cis[name] = None
             notes.append(f"{name}: undefined without one item or another, so no interval")
             continue
-        low, high = interval_families(
+        found = interval_families(
             float(point[name]),
             finite,
             jackknife,
             confidence=confidence,
             studentized=None if student is None else student[name],
             families=(family,),
-        )[family]
+        ).get(family)
         if np.ptp(finite) == 0:  # every resample the same value (complete agreement): a point, not an interval
-            low = high = float(finite[0])
+            found = (float(finite[0]), float(finite[0]))
+        if found is None:  # BCa where it is undefined
+            cis[name] = None
+            notes.append(f"{name}: no {family} interval here (every resample on one side of the estimate, or too few values)")
+            continue
+        low, high = found
         if name == "percent_agreement":  # a share: the interval (built on the atanh scale of -1..1) stays in 0..1
             low, high = max(0.0, low), min(1.0, high)
         cis[name] = [float(low), float(high)]

@@ -327,7 +327,7 @@ def calibrate(
         # the jackknife over dialogues only when BCa needs its acceleration (D more refits)
         bca = "bca" in (lambda_family, r_family)
         jack = _jackknife_refits(fit, fga_grid, n, sy, syy) if bca else np.full((ratings.n_dialogues, 2), np.nan)
-        lam_lo, lam_hi = lambda_intervals(
+        lam_ci = lambda_intervals(
             grid,
             curve,
             curves,
@@ -335,19 +335,23 @@ def calibrate(
             confidence=confidence,
             families=(lambda_family,),
             refits=(best_lambda, refits[valid, 0], jack[:, 0]),
-        )[lambda_family]
-        r_lo, r_hi = r_intervals(
+        ).get(lambda_family)
+        r_ci = r_intervals(
             r_best, refits[valid, 1], jack[:, 1], confidence=confidence, families=(r_family,), n=ratings.n_dialogues
-        )[r_family]
+        ).get(r_family)
+        for what, found, family in (("λ*", lam_ci, lambda_family), ("r at λ*", r_ci, r_family)):
+            if found is None:  # BCa where it is undefined (metrics.correlation.bca_interval)
+                notes.append(f"no {family} interval for {what} (every resample on one side of the estimate)")
         result.update(
-            ci_lambda=[float(lam_lo), float(lam_hi)],
-            ci_r=[float(r_lo), float(r_hi)],
+            ci_lambda=None if lam_ci is None else [float(lam_ci[0]), float(lam_ci[1])],
+            ci_r=None if r_ci is None else [float(r_ci[0]), float(r_ci[1])],
             at_bound=float(refits[valid, 2].mean()) if valid.any() else None,
         )
         result["bootstrap"]["ci"] = {"lambda": lambda_family, "r": r_family}
         at_end = float(np.mean(refits[valid, 0] >= grid[-1] - 1e-9 * max(1.0, abs(grid[-1])))) if valid.any() else 0.0
         grid_end = grid[-1] - 1e-9 * max(1.0, abs(grid[-1]))
-        if at_end > (1 - confidence) / 2 or lam_hi >= grid_end:  # the upper end is the grid's: λ* is not bounded there
+        lam_lo, lam_hi = lam_ci if lam_ci is not None else (None, None)
+        if lam_ci is not None and (at_end > (1 - confidence) / 2 or lam_hi >= grid_end):  # λ* not bounded above
             result["ci_lambda"] = [float(lam_lo), None]
             result["ci_lambda_open"] = (
                 f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there; "

@@ -235,3 +235,20 @@ def test_the_percent_agreement_interval_stays_between_0_and_1():
     ]
     low, high = agreement_report(votes, resamples=200)["ci"]["percent_agreement"]
     assert 0.0 <= low <= high <= 1.0
+
+
+def test_one_bca_with_one_edge_rule():
+    """Issue 39, item 5: agreement's BCa is the package's one BCa (``metrics.correlation.bca_interval``):
+    ties with the estimate count half (a coefficient on two categories is tied often), and where every
+    draw lies on one side of the estimate there is no BCa interval (the agreement branch used to clip
+    the bias correction and report an interval there)."""
+    from metrics.agreement import interval_families
+    from metrics.correlation import bca_interval
+
+    rng = np.random.default_rng(3)
+    drawn = np.round(rng.normal(0.4, 0.1, 1000), 2)  # rounded: many draws equal the estimate
+    jackknife = rng.normal(0.4, 0.02, 30)
+    ours = interval_families(0.4, drawn, jackknife, families=("bca",))["bca"]
+    assert list(ours) == bca_interval(0.4, drawn, jackknife)
+    assert 0.15 < ours[0] < 0.25 and 0.55 < ours[1] < 0.65
+    assert "bca" not in interval_families(0.9, drawn, jackknife, families=("bca",))  # all draws below 0.9
