@@ -294,6 +294,11 @@ def submit(engine: Engine, key: tuple, *, now: float | None = None) -> Job:
         job = _JOBS.get(key)
         if job is not None and job.running:
             return job
+        # A job not yet started for the same study, settings and condition is for inputs that are gone:
+        # dropped, so at most one waits (issue 37's soak: an Analysis page open while votes arrived
+        # queued one job per new state of the study, 438 in 16 minutes, each to compute a state long gone)
+        for older in [k for k, j in _JOBS.items() if k[:4] == key[:4] and j.future is not None and j.future.cancel()]:
+            _JOBS.pop(older)
         job = Job(key)
         _JOBS[key] = job
         _STARTED[key[:2]] = time.monotonic() if now is None else now

@@ -196,3 +196,26 @@ def test_an_analysis_dropped_from_the_cache_is_computed_again(engine, tmp_path):
     reports.clear_cache()  # as an eviction does
     again = analysis_jobs.wait(engine, admin, study.id, SETTINGS, timeout=60)
     assert again.current and again.votes == 4
+
+
+def test_a_queued_analysis_of_inputs_that_are_gone_is_dropped(engine, tmp_path):
+    """Issue 37's soak (traced by line): with votes arriving, an admin's Analysis page asked for the
+    analysis of each new state of the study while the one worker was busy; every ask queued a job, none
+    was dropped (a queued job counted as running, so ``KEPT_JOBS`` could not evict it), and 438 jobs
+    waited in the executor after 16 minutes, each to compute a state long gone.  A job not yet started for
+    the same study, settings and condition is dropped when a newer one is asked for: at most one waits."""
+    study, admin, people = _study(engine, tmp_path, n=6, name="queued")
+    _vote(engine, study, people[0])
+    key = reports.analysis_key(engine, study.id, SETTINGS, None)
+    gate = threading.Event()
+    blocker = analysis_jobs._EXECUTOR.submit(gate.wait, 60)  # the worker busy with something else
+    try:
+        asked = [analysis_jobs.submit(engine, (*key[:4], ("state", n))) for n in range(5)]
+        waiting = [job for job in analysis_jobs._JOBS.values() if job.key[:4] == key[:4] and job.running]
+        assert [job.key[4] for job in waiting] == [("state", 4)]
+        assert all(job.future.cancelled() for job in asked[:4])
+        # the executor skips a cancelled job when it reaches it: nothing of it is computed
+    finally:
+        gate.set()
+        blocker.result(timeout=60)
+    assert asked[-1].future.result(timeout=300) is None and asked[-1].error is None
