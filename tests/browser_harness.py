@@ -158,6 +158,28 @@ def after_run(page, action, timeout: float = 30_000) -> None:
     wait_idle(page, timeout)
 
 
+def choose(page, group, option: str, in_form: bool = False, tries: int = 3) -> None:
+    """Pick ``option`` in the radio ``group`` as a person does: click its label and look.  A click that
+    did not take is clicked again, as a person clicks again on a choice that did not show: CI once saw
+    the adjudication form's radio stay unchosen for 5 s after a click, with no script run in between
+    (2026-11-27; not reproduced here in 10 runs).  A radio outside a form (``in_form`` false) starts a
+    run: it is waited for.  Fails when ``tries`` clicks all left it unchosen."""
+    from playwright.sync_api import expect
+
+    radio = group.get_by_role("radio", name=option, exact=True)
+    for _ in range(tries):
+        if in_form:
+            group.get_by_text(option, exact=True).click()
+        else:
+            after_run(page, lambda: group.get_by_text(option, exact=True).click())
+        try:
+            expect(radio).to_be_checked(timeout=3_000)
+            return
+        except AssertionError:  # not chosen after 3 s: that click was lost
+            continue
+    expect(radio).to_be_checked(timeout=1_000)
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -18,7 +18,7 @@ from annotate.store.db import read_session
 from annotate.store.models import Study
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_workflows import pick
-from tests.browser_harness import after_run, database_server, new_page, require_chromium, screenshot, wait_idle
+from tests.browser_harness import after_run, choose, database_server, new_page, require_chromium, screenshot, wait_idle
 
 COCO = DEMO_STUDIES[1]
 
@@ -165,7 +165,6 @@ def test_the_drill_down_marks_the_current_vote_and_the_final_label_starts_empty(
     after_run(page, record.click)
     page.get_by_text("Choose the final label first: nothing was recorded.").wait_for()
     screenshot(page, "92-final-label-must-be-chosen")
-    final.get_by_text("0", exact=True).click()
-    expect(final.locator("input:checked")).to_have_count(1)
+    choose(page, final, "0", in_form=True)
     after_run(page, record.click)
     page.get_by_text("Recorded; the majority export gives it as the final label.").wait_for()

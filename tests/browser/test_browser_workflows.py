@@ -22,7 +22,16 @@ from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study
 from tests.browser.test_browser import browser, eventually, log_in, press, start_judging  # noqa: F401  (browser: a fixture)
-from tests.browser_harness import after_run, database_server, in_viewport, new_page, require_chromium, screenshot, wait_idle
+from tests.browser_harness import (
+    after_run,
+    choose,
+    database_server,
+    in_viewport,
+    new_page,
+    require_chromium,
+    screenshot,
+    wait_idle,
+)
 from tests.store.test_slu_audio import CALL, call_with_audio
 
 AUDIO_STUDY = "Calls with audio"
@@ -192,8 +201,8 @@ def test_an_adjudicated_label_reaches_the_majority_export(browser, server):  # n
 
     wait_idle(page)
     final = page.get_by_test_id("stRadio").filter(has_text="Final label")
-    final.get_by_text("1", exact=True).click()  # nothing is chosen at first (issue 24)
-    expect(final.get_by_role("radio", name="1")).to_be_checked()
+    expect(final.locator("input:checked")).to_have_count(0)  # nothing is chosen at first (issue 24)
+    choose(page, final, "1", in_form=True)
     after_run(page, lambda: page.get_by_role("button", name="Record the adjudicated label").click())
     page.get_by_text("Recorded; the majority export gives it as the final label.").wait_for()
     page.get_by_text("Recorded; the majority export").scroll_into_view_if_needed()
