@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from annotate import allocation, assignment, membership, votes
 from annotate.auth import PermissionDenied
 from annotate.sessions import user_in
+from annotate.store.db import not_sent
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, StudyMember, VoteEvent, utcnow
 
 
@@ -119,7 +120,7 @@ def _login(session: Session, user: Annotator | None, token: str | None, now: dat
     try:
         found = user_in(session, token, now)
     except Exception as err:  # the transaction's first statement: nothing of an answer was sent yet
-        err.answer_not_sent = True  # type: ignore[attr-defined]  (annotate.screen.vote: "not saved")
+        not_sent(err)
         raise
     if found is None or (user is not None and found.id != user.id):
         raise NotLoggedIn("your login has ended: please log in again")
@@ -325,27 +326,34 @@ def claim_screen(session: Session, user: Annotator | None, study_id: int, *, tok
     return _screen(session, user, study_id, _claim(session, user, study_id, progress[0], now), found, progress)
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """One press's answers on the item a tab showed, as every layer of a vote passes it on (the page
+    makes it once; ``annotate.screen``, ``service.judge`` and :func:`answer` read it; issue 39).
+
+    ``done``: the judgement is complete (the tab moves on); False keeps the item (one of CoCo's two
+    questions).  ``seconds``: the time the item was on the screen.  ``then``: an item to show next
+    instead of claiming one (the item a tab left for a review).  ``expected``: the answers the tab
+    showed on the item; when the stored ones differ, another tab answered it meanwhile and nothing is
+    stored (:class:`AnsweredElsewhere`).  None: not compared (the HTTP API, the CLI)."""
+
+    item_id: int
+    answers: dict[str, str]
+    done: bool
+    comment: str = ""
+    seconds: float | None = None
+    then: int | None = None
+    expected: dict[str, str] | None = None
+
+
 def answer(
-    session: Session,
-    user: Annotator | None,
-    study_id: int,
-    item_id: int,
-    answers: dict[str, str],
-    *,
-    done: bool,
-    comment: str = "",
-    seconds: float | None = None,
-    then: int | None = None,
-    token: str | None = None,
-    expected: dict[str, str] | None = None,
-    now=None,
+    session: Session, user: Annotator | None, study_id: int, judgement: Judgement, *, token: str | None = None, now=None
 ) -> Screen:
     """One judgement on the item the tab showed, in the caller's write transaction: the answers stored
     (or refused: ``votes.Reassigned``, ``votes.CapacityError``, ``StudyError``), then the screen to show
-    next: the same item while the judgement is incomplete (``done`` False); else ``then`` (the item the
-    tab left for a review, when it is still the annotator's), else the next item, claimed.
-    ``expected``: the answers the tab showed on the item (a page's press); when the stored ones differ
-    (another tab answered it meanwhile) nothing is stored: :class:`AnsweredElsewhere`."""
+    next: the same item while the judgement is incomplete; else its ``then`` (the item the tab left for
+    a review, when it is still the annotator's), else the next item, claimed."""
+    item_id, answers, expected, then = judgement.item_id, judgement.answers, judgement.expected, judgement.then
     now = now or utcnow()
     user = _login(session, user, token, now)
     # The study's access rule first: a person who is not on the study gets its refusal whatever the
@@ -364,12 +372,12 @@ def answer(
         if stored_now != expected:
             raise AnsweredElsewhere(stored_now)
     allocation.before_judgement(session, study_id, item_id)
-    votes.cast_votes(session, user, item_id, answers, comment=comment, seconds=seconds, now=now)
+    votes.cast_votes(session, user, item_id, answers, comment=judgement.comment, seconds=judgement.seconds, now=now)
     closed = allocation.after_judgement(session, study_id, item_id)  # True: this judgement spent the budget
     progress = _progress(session, user, study_id, found, count_open=False)
     if closed and user.role != "admin":
         return _screen(session, user, study_id, None, found, progress, closed=True)
-    if not done:
+    if not judgement.done:
         return _screen(session, user, study_id, item_id, found, progress)
     if then is not None and then != item_id:
         try:  # the vote is stored whatever happens here: a refusal only means claiming afresh

@@ -27,15 +27,15 @@ No Streamlit here: ``state`` is any mutable mapping (the page passes ``st.sessio
 from __future__ import annotations
 
 from collections.abc import MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import Engine
 
 from annotate import service
 from annotate.auth import PermissionDenied, StudyClosed
-from annotate.loop import AnsweredElsewhere, NotLoggedIn, Screen
-from annotate.store.db import unreachable
+from annotate.loop import AnsweredElsewhere, Judgement, NotLoggedIn, Screen
+from annotate.store.db import unreachable, was_sent
 from annotate.store.models import Annotator, Item, utcnow
 from annotate.votes import Reassigned
 
@@ -140,35 +140,23 @@ def vote(
     user: Annotator | None,
     study_id: int,
     state: MutableMapping,
-    item_id: int,
-    answers: dict[str, str],
+    judgement: Judgement,
     *,
-    done: bool,
-    comment: str = "",
-    seconds: float | None = None,
     token: str | None = None,
 ) -> Outcome:
-    """Store the tab's answers on ``item_id`` (the item it showed), or refuse them.  ``done``: the
-    judgement is complete and the tab moves on.  One write transaction stores the answers and returns
-    the next screen (``Outcome.screen``; the next run shows it).  Refusals other than a reassigned item
-    (``PermissionDenied``, ``ValueError``) propagate for the page to show."""
+    """Store the tab's answers on the judgement's item (the item it showed), or refuse them; its
+    ``then`` and ``expected`` come from the tab (the item left for a review, the answers it showed).
+    One write transaction stores the answers and returns the next screen (``Outcome.screen``; the next
+    run shows it).  Refusals other than a reassigned item (``PermissionDenied``, ``ValueError``)
+    propagate for the page to show."""
+    item_id, done = judgement.item_id, judgement.done
     state.pop(PRESSED, None)
-    state[PENDING] = Pending(study_id, item_id, dict(answers), utcnow(), done)
+    state[PENDING] = Pending(study_id, item_id, dict(judgement.answers), utcnow(), done)
     reviewing = state.get(review_key(study_id)) == item_id
     then = state.get(screen_key(study_id)) if reviewing else None
     try:
-        screen = service.answer(
-            engine,
-            user,
-            study_id,
-            item_id,
-            answers,
-            done=done,
-            comment=comment,
-            seconds=seconds,
-            then=then,
-            token=token,
-            expected=state.get(_displayed(item_id)),
+        screen = service.judge(
+            engine, user, study_id, replace(judgement, then=then, expected=state.get(_displayed(item_id))), token=token
         )
     except Reassigned as err:
         state.pop(PENDING, None)
@@ -180,7 +168,7 @@ def vote(
     except Exception as err:
         if not unreachable(err):  # refused: nothing pending
             state.pop(PENDING, None)
-        elif getattr(err, "answer_not_sent", False):  # the database could not be reached before it was sent
+        elif not was_sent(err):  # the database could not be reached before it was sent
             state.pop(PENDING, None)
             state[PRESSED] = item_id
         raise  # sent, not acknowledged: pending until the database can tell (settle)
@@ -208,12 +196,8 @@ def press(
     user: Annotator | None,
     study_id: int,
     state: MutableMapping,
-    item_id: int,
-    answers: dict[str, str],
+    judgement: Judgement,
     *,
-    done: bool,
-    comment: str = "",
-    seconds: float | None = None,
     token: str | None = None,
 ) -> Outcome | None:
     """An answer button's press, as the page's callback gets it: :func:`vote`, unless the press is late
@@ -223,13 +207,14 @@ def press(
     nothing new.  Streamlit keeps a button's press when a run is interrupted by the next request and
     replays it in the run that follows, where the button's callback is still registered although its
     item has left the screen (found by ``tests/scaleout``: one vote event more than presses)."""
+    item_id, answers = judgement.item_id, dict(judgement.answers)
     if showing(state, study_id) != item_id:
         return None
-    if not done and state.get(LAST_PRESS) == (item_id, dict(answers)):
+    if not judgement.done and state.get(LAST_PRESS) == (item_id, answers):
         return None
-    outcome = vote(engine, user, study_id, state, item_id, answers, done=done, comment=comment, seconds=seconds, token=token)
+    outcome = vote(engine, user, study_id, state, judgement, token=token)
     if outcome.stored:
-        state[LAST_PRESS] = (item_id, dict(answers))
+        state[LAST_PRESS] = (item_id, answers)
     return outcome
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 from annotate import screen, service
 from annotate.auth import PermissionDenied, StudyClosed
 from annotate.kinds import KINDS
-from annotate.loop import NotLoggedIn, answer_words
+from annotate.loop import Judgement, NotLoggedIn, answer_words
 from annotate.pages import join, outage
 from annotate.pages.context import (
     app_engine,
@@ -358,18 +358,8 @@ def _answer(study_id: int, item_id: int, answers: dict[str, str], done: bool, it
     state = st.session_state
     comment = state.get(f"comment-{item_id}", "")
     try:
-        outcome = screen.press(
-            app_engine(),
-            None,
-            study_id,
-            state,
-            item_id,
-            answers,
-            done=done,
-            comment=comment,
-            seconds=_seconds(item_id),
-            token=state.get("token"),
-        )
+        judgement = Judgement(item_id, answers, done=done, comment=comment, seconds=_seconds(item_id))
+        outcome = screen.press(app_engine(), None, study_id, state, judgement, token=state.get("token"))
     except Exception as err:
         _keep_failure(study_id, err, answering=True)
         return

@@ -146,8 +146,24 @@ class Busy(exc.TimeoutError):
     SQLite's writer (:class:`_GroupWriter`) and others were still ahead.  Nothing was sent, so nothing
     was stored: the page says "not saved" (``annotate.screen``), the API answers 503 with Retry-After."""
 
-    answer_not_sent = True  # annotate.screen.vote: "not saved", never "pending"
     code = None  # not SQLAlchemy's pool timeout: no link to its page
+
+
+def not_sent(error: BaseException) -> BaseException:
+    """Mark ``error`` as raised before anything of a write reached the database (its transaction never
+    began, or its first statement failed): a page then says "not saved", never "pending", for nothing
+    can have been stored (``annotate.screen.vote``).  Returns ``error``, to be raised on."""
+    error.__dict__[_NOT_SENT] = True
+    return error
+
+
+def was_sent(error: BaseException) -> bool:
+    """False when ``error`` left a write unsent: marked by :func:`not_sent`, or :class:`Busy` (refused
+    before it began); True when some of it may have reached the database."""
+    return not (isinstance(error, Busy) or error.__dict__.get(_NOT_SENT, False))
+
+
+_NOT_SENT = "_dst_judge_not_sent"  # the mark, kept on the exception itself: it travels with it to the page
 
 
 def unreachable(error: BaseException) -> bool:

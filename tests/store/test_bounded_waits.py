@@ -12,10 +12,23 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import exc, select, text
 
 from annotate import screen
-from annotate.store.db import Busy, FairLock, _sqlite_writer, make_engine, read_session, unreachable, upgrade, write_session
+from annotate.auth import add_annotator
+from annotate.loop import Judgement
+from annotate.sessions import open_session
+from annotate.store.db import (
+    Busy,
+    FairLock,
+    _sqlite_writer,
+    make_engine,
+    read_session,
+    unreachable,
+    upgrade,
+    was_sent,
+    write_session,
+)
 from annotate.store.models import VoteEvent
 from tests.store_helpers import make_study
 
@@ -49,7 +62,7 @@ def test_a_write_in_line_too_long_is_refused_as_busy_and_the_tab_says_not_saved(
     try:
         start = time.monotonic()
         with pytest.raises(Busy) as caught:
-            screen.vote(engine, person, study.id, state, item.id, {"satisfied": "1"}, done=True)
+            screen.vote(engine, person, study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True))
         seconds = time.monotonic() - start
         assert unreachable(caught.value)  # the pages' outage notice, with a retry
         assert screen.last_answer(state) == "not saved"  # nothing was sent: the notice says so
@@ -60,7 +73,7 @@ def test_a_write_in_line_too_long_is_refused_as_busy_and_the_tab_says_not_saved(
     screen.note_outage(state)
     settled = screen.settle(engine, person, state)
     assert not settled.stored and "not saved" in settled.message
-    assert screen.vote(engine, person, study.id, state, item.id, {"satisfied": "1"}, done=True).stored
+    assert screen.vote(engine, person, study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True)).stored
     with read_session(engine) as session:
         assert session.scalars(select(VoteEvent.value).where(VoteEvent.item_id == item.id)).all() == ["1"]
 
@@ -77,7 +90,11 @@ def test_a_group_left_open_for_a_session_that_gave_up_is_still_committed(engine,
 
     def write() -> None:
         screen.vote(
-            engine, people[0], study.id, {}, screen.shown(engine, people[0], study.id, {}).id, {"satisfied": "0"}, done=True
+            engine,
+            people[0],
+            study.id,
+            {},
+            Judgement(screen.shown(engine, people[0], study.id, {}).id, {"satisfied": "0"}, done=True),
         )
         done.set()
 
@@ -109,3 +126,26 @@ def test_fair_lock_gives_up_a_place_in_line_after_its_timeout_and_keeps_the_orde
         thread.join(10)
     assert order == ["a", "b", "c"]
     assert lock.acquire(timeout=0) and lock.release() is False  # free again, nobody in line
+
+
+def test_a_vote_whose_login_read_fails_was_not_sent_and_the_tab_says_not_saved(engine, fixtures):
+    """The transaction's first statement (the login read) fails: nothing of the answer reached the
+    database, and the tab says "not saved", not "pending" (``store.db.not_sent``, set in ``loop``)."""
+    study, _people = make_study(engine, fixtures, overlap=2, annotators=0, name="login-gone")
+    with write_session(engine) as session:  # a person who logs in (a password), as on the page
+        person = add_annotator(session, "rater", "a-long-enough-password")
+        token = open_session(session, person)
+    state: dict = {}
+    item = screen.shown(engine, person, study.id, state)
+    with write_session(engine) as session:  # the login table gone for a moment: its read fails
+        session.execute(text("ALTER TABLE login_sessions RENAME TO login_sessions_away"))
+    with pytest.raises(exc.OperationalError) as caught:
+        screen.vote(engine, None, study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True), token=token)
+    assert unreachable(caught.value) and not was_sent(caught.value)
+    assert screen.last_answer(state) == "not saved"
+    assert was_sent(exc.OperationalError("INSERT", {}, Exception("cut off")))  # unmarked: perhaps sent
+    with write_session(engine) as session:
+        session.execute(text("ALTER TABLE login_sessions_away RENAME TO login_sessions"))
+    assert screen.vote(engine, None, study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True), token=token).stored
+    with read_session(engine) as session:
+        assert session.scalars(select(VoteEvent.value).where(VoteEvent.item_id == item.id)).all() == ["1"]

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import exc, select, text
 
 from annotate import service
+from annotate.loop import Judgement
 from annotate.store.db import make_engine, reachable, read_session, server_timeouts, unreachable, upgrade, write_session
 from annotate.store.models import Study
 from tests.pg_server import NetnsHost, OwnPostgres
@@ -140,7 +141,7 @@ def test_an_answer_sent_during_an_outage_is_settled_when_the_database_is_back(fi
         item = screen.shown(engine, people[0], study.id, state)
         pg.stop()
         with pytest.raises(exc.OperationalError) as caught:
-            screen.vote(engine, people[0], study.id, state, item.id, {"satisfied": "1"}, done=True)
+            screen.vote(engine, people[0], study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True))
         assert unreachable(caught.value) and screen.last_answer(state) == "pending"
         screen.note_outage(state)  # the page showed the notice
         pg.start()
@@ -149,7 +150,7 @@ def test_an_answer_sent_during_an_outage_is_settled_when_the_database_is_back(fi
         assert screen.shown(engine, people[0], study.id, state).id == item.id  # still on the screen
         # an answer whose commit got through although its acknowledgement was lost: said saved
         sent = utcnow()
-        screen.vote(engine, people[0], study.id, state, item.id, {"satisfied": "0"}, done=False)
+        screen.vote(engine, people[0], study.id, state, Judgement(item.id, {"satisfied": "0"}, done=False))
         state[screen.PENDING] = screen.Pending(study.id, item.id, {"satisfied": "0"}, sent)
         screen.note_outage(state)
         settled = screen.settle(engine, people[0], state)

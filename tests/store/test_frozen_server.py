@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import exc, func, select, text
 
 from annotate import loop, screen
+from annotate.loop import Judgement
 from annotate.store.db import make_engine, reachable, read_session, unreachable, upgrade, write_session
 from annotate.store.models import VoteEvent
 from tests.api_harness import LiveApi, api_study, bearer
@@ -79,7 +80,7 @@ def test_a_frozen_server_answers_within_the_client_deadline_and_nothing_acknowle
     acknowledged: dict[tuple[int, int], list[str]] = {}
     for person in people:  # votes acknowledged before the freeze; each tab then shows its next item
         item = screen.shown(engine, person, study.id, tabs[person.id])
-        assert screen.vote(engine, person, study.id, tabs[person.id], item.id, {"satisfied": "1"}, done=True).stored
+        assert screen.vote(engine, person, study.id, tabs[person.id], Judgement(item.id, {"satisfied": "1"}, done=True)).stored
         acknowledged[person.id, item.id] = ["1"]
     writer, voter = people[0], people[1]
     held = screen.shown(engine, writer, study.id, tabs[writer.id])
@@ -112,7 +113,9 @@ def test_a_frozen_server_answers_within_the_client_deadline_and_nothing_acknowle
         # A new answer through the page's path, on a pooled connection: the check before use gives up
         # after the connect timeout, the new connection after another.
         state = tabs[voter.id]
-        error, seconds = timed(lambda: screen.vote(engine, voter, study.id, state, shown.id, {"satisfied": "0"}, done=True))
+        error, seconds = timed(
+            lambda: screen.vote(engine, voter, study.id, state, Judgement(shown.id, {"satisfied": "0"}, done=True))
+        )
         assert error is not None and unreachable(error), error
         assert seconds < 2 * CONNECT + SLACK, seconds
         assert screen.last_answer(state) == "pending"  # the page: "not confirmed; checked when the database is back"
@@ -125,7 +128,7 @@ def test_a_frozen_server_answers_within_the_client_deadline_and_nothing_acknowle
     back(engine)
     settled = screen.settle(engine, voter, state)
     assert not settled.stored and "not saved" in settled.message  # true: it never reached the server
-    assert screen.vote(engine, voter, study.id, state, shown.id, {"satisfied": "0"}, done=True).stored
+    assert screen.vote(engine, voter, study.id, state, Judgement(shown.id, {"satisfied": "0"}, done=True)).stored
     acknowledged[voter.id, shown.id] = ["0"]
     # the write cut off by the deadline was rolled back by the server when it woke: not stored
     assert stored_votes(engine) == acknowledged

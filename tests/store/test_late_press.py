@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from annotate import screen
+from annotate.loop import Judgement
 from annotate.store.db import read_session
 from annotate.store.models import VoteEvent
 from tests.store_helpers import make_study
@@ -22,11 +23,12 @@ def test_a_replayed_press_after_the_tab_moved_on_stores_nothing(engine, fixtures
     study, (person,) = make_study(engine, fixtures, annotators=1, name="late")
     state: dict = {}
     first = screen.current(engine, person, study.id, state).item
-    outcome = screen.press(engine, person, study.id, state, first.id, {"satisfied": "1"}, done=True)
+    outcome = screen.press(engine, person, study.id, state, Judgement(first.id, {"satisfied": "1"}, done=True))
     assert outcome.stored and events(engine) == 1
     assert screen.showing(state, study.id) != first.id  # the tab moved on
-    assert screen.press(engine, person, study.id, state, first.id, {"satisfied": "1"}, done=True) is None  # the replay
-    assert screen.press(engine, person, study.id, state, first.id, {"satisfied": "0"}, done=True) is None  # any late press
+    assert screen.press(engine, person, study.id, state, Judgement(first.id, {"satisfied": "1"}, done=True)) is None  # the replay
+    late = Judgement(first.id, {"satisfied": "0"}, done=True)
+    assert screen.press(engine, person, study.id, state, late) is None  # any late press
     assert events(engine) == 1
 
 
@@ -34,8 +36,8 @@ def test_a_repeated_incomplete_answer_stores_nothing_new_and_a_new_one_is_stored
     study, (person,) = make_study(engine, fixtures, kind="coco", annotators=1, name="coco-late")
     state: dict = {}
     item = screen.current(engine, person, study.id, state).item
-    assert screen.press(engine, person, study.id, state, item.id, {"human_like": "1"}, done=False).stored
-    assert screen.press(engine, person, study.id, state, item.id, {"human_like": "1"}, done=False) is None
+    assert screen.press(engine, person, study.id, state, Judgement(item.id, {"human_like": "1"}, done=False)).stored
+    assert screen.press(engine, person, study.id, state, Judgement(item.id, {"human_like": "1"}, done=False)) is None
     assert events(engine) == 1
-    assert screen.press(engine, person, study.id, state, item.id, {"correct": "0"}, done=True).stored
+    assert screen.press(engine, person, study.id, state, Judgement(item.id, {"correct": "0"}, done=True)).stored
     assert events(engine) == 2 and screen.showing(state, study.id) != item.id

@@ -20,6 +20,7 @@ from sqlalchemy import event, insert, select
 
 from annotate import screen
 from annotate.auth import add_annotator
+from annotate.loop import Judgement
 from annotate.sessions import open_session
 from annotate.store.db import is_sqlite, write_session
 from annotate.store.models import Item
@@ -102,7 +103,7 @@ def test_one_write_per_vote_and_one_read_per_screen_at_the_1st_and_50th_vote(eng
     for vote in range(1, 51):
         shown = now.item
         with counter.measure() as click:
-            outcome = screen.vote(engine, None, study_id, state, shown.id, {"satisfied": "1"}, done=True, token=token)
+            outcome = screen.vote(engine, None, study_id, state, Judgement(shown.id, {"satisfied": "1"}, done=True), token=token)
             now = screen.current(engine, None, study_id, state, token=token)  # the run after the callback
         assert outcome.stored and now.item is not None and now.item.id != shown.id
         assert now.progress.mine == vote
@@ -140,7 +141,7 @@ def test_a_vote_builds_no_statement_of_its_own(engine, fixtures):
     new_per_vote = []
     for vote in range(1, 8):
         executed.clear()
-        outcome = screen.vote(engine, None, study_id, state, now.item.id, {"satisfied": "1"}, done=True, token=token)
+        outcome = screen.vote(engine, None, study_id, state, Judgement(now.item.id, {"satisfied": "1"}, done=True), token=token)
         assert outcome.stored
         now = screen.current(engine, None, study_id, state, token=token)
         ids = {id(statement) for statement in executed}

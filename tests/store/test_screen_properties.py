@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select, update
 
 from annotate import screen, service
+from annotate.loop import Judgement
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, VoteEvent, utcnow
 from annotate.votes import Reassigned
@@ -57,7 +58,9 @@ class Tab:
         item = screen.shown(self.engine, self.user, self.study_id, self.state)
         outcome = None
         if item is not None and pressed_on == item.id:  # the pressed key is drawn again: the button fires
-            outcome = screen.vote(self.engine, self.user, self.study_id, self.state, item.id, {"satisfied": "1"}, done=True)
+            outcome = screen.vote(
+                self.engine, self.user, self.study_id, self.state, Judgement(item.id, {"satisfied": "1"}, done=True)
+            )
             item = screen.shown(self.engine, self.user, self.study_id, self.state)  # the rerun after the answer
         self.drawn = None if item is None else item.id
         return outcome
@@ -144,7 +147,7 @@ def test_a_refused_answer_names_the_item_and_why(engine, fixtures):
         raise AssertionError("the vote was stored")
     except Reassigned as err:
         assert f"Item {item.key} went to another annotator (your place on it timed out after 30 minutes)" in str(err)
-    outcome = screen.vote(engine, people[0], study.id, state, item.id, {"satisfied": "1"}, done=True)
+    outcome = screen.vote(engine, people[0], study.id, state, Judgement(item.id, {"satisfied": "1"}, done=True))
     assert not outcome.stored and outcome.message == screen.REASSIGNED
     assert screen.shown(engine, people[0], study.id, state).id != item.id  # the next one
     assert events_of(engine, people[0].id) == []

@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from annotate import loop, screen, service
 from annotate.auth import add_annotator
+from annotate.loop import Judgement
 from annotate.store.db import read_session, write_session
 from annotate.store.models import VoteEvent
 from annotate.studies import create_study
@@ -45,16 +46,16 @@ def test_a_key_in_the_tab_left_behind_stores_nothing_until_it_has_shown_the_answ
     now_b, elsewhere = _draw(engine, ada, study_id, second)
     item = now_a.item.id
     assert now_b.item.id == item and elsewhere is None  # both tabs show the held item
-    assert screen.press(engine, ada, study_id, first, item, {"satisfied": "1"}, done=True).stored
+    assert screen.press(engine, ada, study_id, first, Judgement(item, {"satisfied": "1"}, done=True)).stored
     # the second tab's key, pressed with the old screen: refused, nothing stored
-    refused = screen.press(engine, ada, study_id, second, item, {"satisfied": "0"}, done=True)
+    refused = screen.press(engine, ada, study_id, second, Judgement(item, {"satisfied": "0"}, done=True))
     assert not refused.stored and refused.message == screen.ELSEWHERE
     assert _values(engine, ada, item) == ["1"]
     # its next run shows the answer given in the other tab, and says so
     now_b, elsewhere = _draw(engine, ada, study_id, second)
     assert now_b.item.id == item and elsewhere == {"satisfied": "1"}
     # a key now is an explicit change: stored, a new event
-    assert screen.press(engine, ada, study_id, second, item, {"satisfied": "0"}, done=True).stored
+    assert screen.press(engine, ada, study_id, second, Judgement(item, {"satisfied": "0"}, done=True)).stored
     assert _values(engine, ada, item) == ["1", "0"]
 
 
@@ -66,9 +67,9 @@ def test_a_tabs_own_answers_are_never_taken_for_another_tabs(engine, fixtures):
     tab = {}
     now, _ = _draw(engine, person, study.id, tab)
     item = now.item.id
-    assert screen.press(engine, person, study.id, tab, item, {"human_like": "1"}, done=False).stored
+    assert screen.press(engine, person, study.id, tab, Judgement(item, {"human_like": "1"}, done=False)).stored
     # a quick second key, before the run that shows the first answer
-    assert screen.press(engine, person, study.id, tab, item, {"correct": "0"}, done=True).stored
+    assert screen.press(engine, person, study.id, tab, Judgement(item, {"correct": "0"}, done=True)).stored
     assert sorted(_values(engine, person, item)) == ["0", "1"]
 
 
@@ -108,11 +109,13 @@ def test_a_change_back_after_another_tabs_answer_is_not_taken_for_a_repeated_key
     now, _ = _draw(engine, person, study.id, a)
     _draw(engine, person, study.id, b)
     item = now.item.id
-    assert screen.press(engine, person, study.id, a, item, {"human_like": "1"}, done=False).stored
+    assert screen.press(engine, person, study.id, a, Judgement(item, {"human_like": "1"}, done=False)).stored
     _draw(engine, person, study.id, a)  # the run after A's key (the screen its write returned)
     _draw(engine, person, study.id, b)  # B's next run shows A's answer ...
-    assert screen.press(engine, person, study.id, b, item, {"human_like": "0"}, done=False).stored  # ... and changes it
+    assert screen.press(
+        engine, person, study.id, b, Judgement(item, {"human_like": "0"}, done=False)
+    ).stored  # ... and changes it
     _, elsewhere = _draw(engine, person, study.id, a)
     assert elsewhere == {"human_like": "0"}
-    assert screen.press(engine, person, study.id, a, item, {"human_like": "1"}, done=False).stored
+    assert screen.press(engine, person, study.id, a, Judgement(item, {"human_like": "1"}, done=False)).stored
     assert _values(engine, person, item) == ["1", "0", "1"]
