@@ -161,7 +161,7 @@ def set_allocation(
     if policy == "designed":
         chosen_design, drawn = _draw_design(items, chosen_design, study, lam)
     elif policy == "adaptive":
-        if study.kind != "satisfaction":
+        if not get_kind(study.kind).rates_metrics:
             raise StudyError("adaptive allocation chooses dialogues by their metric scores: satisfaction studies only")
         if budget is None:
             raise StudyError("an adaptive study needs a budget (judgements): it sets how many dialogues are drawn")
@@ -216,7 +216,7 @@ def _check_design(design: dict | None, study: Study) -> dict:
     weighting = design.get("weighting")
     if weighting is not None and weighting not in WEIGHTINGS:
         raise StudyError(f"a design's weighting is {' or '.join(WEIGHTINGS)} (or none), not {weighting!r}")
-    if weighting is not None and study.kind != "satisfaction":
+    if weighting is not None and not get_kind(study.kind).rates_metrics:
         raise StudyError("a design weighted by λ scores draws dialogues by their metrics: satisfaction studies only")
     try:
         n, m, k_overlap = (int(design[key]) for key in DESIGN_KEYS)

@@ -487,7 +487,9 @@ def allocation_status(session: Session, study: Study, analysis: dict | None) -> 
     satisfaction study has a main question; for the others ``analysis`` is not read (None is fine)."""
     design = design_of(study.settings)
     spent = judgements_done(session, study.id)
-    estimated = study.kind == "satisfaction"  # the only kind with a main question to estimate
+    from annotate.kinds import get_kind
+
+    estimated = get_kind(study.kind).rates_metrics  # a main question to estimate
     found = main_question(design, analysis) if estimated and analysis is not None else None
     width = None if found is None else found.high - found.low
     target = design["target_width"]

@@ -22,10 +22,10 @@ from annotate import allocation, assignment, crowd, demo, loop, membership, sess
 from annotate.auth import AuthError, PermissionDenied, StudyClosed, add_annotator, require_admin, set_password
 from annotate.idempotency import KeyReused
 from annotate.loop import NotLoggedIn
-from annotate.store.db import read_session, write_session
+from annotate.store.db import not_sent, read_session, write_session
 from annotate.store.models import WORKER, Annotator, Item, Study
 from annotate.studies import StudyError, create_study, question_spec
-from annotate.uploads import safe_name, unpacked
+from annotate.uploads import unpacked
 from annotate.votes import CapacityError, Reassigned
 
 if TYPE_CHECKING:  # the analysis (numpy and the statistics) is imported by the functions that run it (issue 36)
@@ -94,31 +94,29 @@ def answer(
     token: str | None = None,
     expected: dict[str, str] | None = None,
 ) -> loop.Screen:
-    """One judgement, and the screen to show next (the next item claimed when ``done``; ``then``: an
-    item to show instead, the one a tab left for a review): one write transaction.  ``expected``: the
-    answers the tab showed (``loop.AnsweredElsewhere`` when another tab changed them)."""
-    if not answers:
+    """One judgement, and the screen to show next: :func:`judge` with the :class:`loop.Judgement` made
+    of these keywords (the door for scripts, the CLI and tests; the page makes its Judgement itself)."""
+    judgement = loop.Judgement(item_id, answers, done, comment, seconds, then, expected)
+    return judge(engine, user, study_id, judgement, token=token)
+
+
+def judge(
+    engine: Engine, user: Annotator | None, study_id: int, judgement: loop.Judgement, *, token: str | None = None
+) -> loop.Screen:
+    """One judgement, and the screen to show next (the next item claimed when it is ``done``; its
+    ``then``: an item to show instead, the one a tab left for a review): one write transaction.  The
+    stored answers differ from its ``expected``: ``loop.AnsweredElsewhere``.  The transaction never
+    began: the error raised is marked as not sent (``store.db.was_sent``)."""
+    if not judgement.answers:
         raise StudyError("nothing to save")
     began = False
     try:
         with write_session(engine) as session:
             began = True
-            return loop.answer(
-                session,
-                user,
-                study_id,
-                item_id,
-                answers,
-                done=done,
-                comment=comment,
-                seconds=seconds,
-                then=then,
-                token=token,
-                expected=expected,
-            )
+            return loop.answer(session, user, study_id, judgement, token=token)
     except Exception as err:
         if not began:  # the transaction never opened (SQLite: BEGIN IMMEDIATE failed): nothing was sent
-            err.answer_not_sent = True  # type: ignore[attr-defined]  (annotate.screen.vote: "not saved")
+            not_sent(err)
         raise
 
 
@@ -172,7 +170,7 @@ def submit(
         study_id = session.scalar(select(Item.study_id).where(Item.id == item_id))
         if study_id is None:
             raise PermissionDenied("no such item")
-        loop.answer(session, user, study_id, item_id, answers, done=False, comment=comment, seconds=seconds)
+        loop.answer(session, user, study_id, loop.Judgement(item_id, answers, False, comment, seconds))
 
 
 def release_places(engine: Engine, user: Annotator, *, keep_study: int | None = None) -> int:
@@ -342,22 +340,6 @@ class Actor:
 CLI = Actor(studies.CLI)  # the command lines' actor: "cli" in the change log, as ever
 
 
-def _loose_system_name(kind: str, files: list[tuple[str, bytes]]) -> str | None:
-    """The system name of a satisfaction upload when the admin gave none (issue 24): an FGA text
-    file's system is its folder, and a loose upload has none (a zip's folders name theirs).  One loose
-    FGA text file: its name up to the first dot, as for a JSON file; several: refused, asking for it."""
-    if kind != "satisfaction":
-        return None
-    loose = [safe_name(name) for name, _ in files if name.lower().endswith(".txt")]
-    if len(loose) > 1:
-        shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
-        raise StudyError(
-            f"{shown}: loose FGA text files do not say which system made them: give the system name "
-            "(or upload them as a .zip of a folder named after the system)"
-        )
-    return (loose[0].split(".")[0] or None) if loose else None
-
-
 def find_study(engine: Engine, user: Annotator, name: str) -> int:
     """The id of the study named ``name`` (the command lines name studies); StudyError if there is none."""
     require_admin(user)
@@ -390,7 +372,9 @@ def create_study_from_uploads(
     require_admin(user)
     if not files:
         raise StudyError("upload at least one file")
-    options["condition"] = options.get("condition") or _loose_system_name(kind, files)
+    from annotate.kinds import get_kind
+
+    options["condition"] = options.get("condition") or get_kind(kind).upload_condition(files)
     with unpacked(files) as paths:
         return create_study_from_files(engine, user, name, kind, paths, **options)
 
@@ -496,12 +480,13 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     with the study's stored settings and the system (condition) the page opens with; ``progress`` as
     there (called only when it is computed)."""
     from annotate import reports
+    from annotate.kinds import KINDS
 
     require_admin(user)
     with read_session(engine) as session:
         kind = session.get(Study, study_id).kind
     analysis = None
-    if kind == "satisfaction":  # the only kind with a main question to estimate (annotate.reports)
+    if KINDS[kind].rates_metrics:  # a main question to estimate (annotate.reports)
         conditions = study_conditions(engine, user, study_id)
         condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
         analysis = reports.study_analysis(
@@ -1168,7 +1153,7 @@ def api_vote(
                     if stored is not None:
                         return ApiVote(**{**stored, "progress": ApiProgress(**stored["progress"]), "replayed": True})
                     row = idempotency.reserve(session, user.id, key, print_)
-                screen = loop.answer(session, user, study_id, item_id, answers, done=False, comment=comment, seconds=seconds)
+                screen = loop.answer(session, user, study_id, loop.Judgement(item_id, answers, False, comment, seconds))
                 required = set(required_questions(study_row(session, study_id), screen.item)) if screen.item else set()
                 result = ApiVote(
                     item_id,

@@ -562,13 +562,18 @@ def _designed_table(design: dict) -> Table:
     return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
 
 
+def kind_tables(analysis: dict) -> list[Table]:
+    """The tables of what a task kind added to the analysis (CoCo: % human-like and % correct per
+    condition); none for the others."""
+    return [coco_table(analysis["coco"])] if "coco" in analysis else []
+
+
 def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     """Every table of a study's analysis, in reading order."""
     if "agreement" not in analysis:
         return [Table("Results", (), [], ["No votes yet."])]
     tables = [design_table(analysis.get("design") or {"design": "uniform"}), agreement_table(analysis["agreement"])]
-    if "coco" in analysis:
-        tables.append(coco_table(analysis["coco"]))
+    tables += kind_tables(analysis)
     tables.append(majority_summary(analysis["majority"], tie))
     if analysis.get("model_labels"):  # Dawid-Skene beside the majority (metrics.crowd)
         tables += model_label_table(analysis["model_labels"])

@@ -62,6 +62,12 @@ class Kind:
     guideline: str = ""  # the demo's guideline for this kind
     preview: Callable[[dict], str] = lambda payload: ""  # a short text that recalls an item (the going-back list)
     data: Callable[[dict], dict] = lambda payload: dict(payload)  # the item as the page shows it, as JSON (the API)
+    # Its votes rate whole dialogues that automatic metrics score: the kind has a main question to
+    # estimate (r per metric, λ*), and adaptive or λ-weighted designs draw its dialogues by their scores.
+    rates_metrics: bool = False
+    # The system (condition) an upload names when the admin gave none: (file name, bytes) pairs -> a
+    # name, or None (the files do not say; a zip's folders name theirs); StudyError when it cannot tell.
+    upload_condition: Callable[[Sequence[tuple[str, bytes]]], str | None] = lambda files: None
 
 
 KINDS: dict[str, Kind] = {}

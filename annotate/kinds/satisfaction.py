@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from annotate.kinds.base import ItemDraft, Kind, register
+from annotate.kinds.base import ItemDraft, Kind, StudyError, register
+from annotate.uploads import safe_name
 from formats import ReaderError, expand_paths, read_file_detected, trade_dials
 from formats.dialogue import Dialogue, Turn
 
@@ -284,6 +285,20 @@ def item_data(payload: dict) -> dict:
     }
 
 
+def upload_condition(files) -> str | None:
+    """The system name of an upload when the admin gave none (issue 24): an FGA text file's system is
+    its folder, and a loose upload has none (a zip's folders name theirs).  One loose FGA text file:
+    its name up to the first dot, as for a JSON file; several: refused, asking for it."""
+    loose = [safe_name(name) for name, _ in files if name.lower().endswith(".txt")]
+    if len(loose) > 1:
+        shown = ", ".join(loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+        raise StudyError(
+            f"{shown}: loose FGA text files do not say which system made them: give the system name "
+            "(or upload them as a .zip of a folder named after the system)"
+        )
+    return (loose[0].split(".")[0] or None) if loose else None
+
+
 KIND = register(
     Kind(
         name="satisfaction",
@@ -296,5 +311,7 @@ KIND = register(
         export_formats=("correlation-csv", "calibration-json", "fga-text"),
         preview=lambda payload: next((t["user"] for t in payload["turns"] if t["user"]), ""),
         data=item_data,
+        rates_metrics=True,
+        upload_condition=upload_condition,
     )
 )

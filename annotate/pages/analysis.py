@@ -140,8 +140,8 @@ def render() -> None:
     else:
         st.caption(present.design_table(design).notes[0].replace("uniform:", "Design: uniform —"))
     _agreement_section(result["agreement"])
-    if "coco" in result:
-        show_table(present.coco_table(result["coco"]))
+    for table in present.kind_tables(result):
+        show_table(table)
     _majority_section(result["majority"], settings.tie, study, user, result.get("model_labels"))
     if KINDS[study.kind].dialogues is not None:
         _correlation_section(result)

@@ -192,3 +192,33 @@ def test_no_private_name_is_imported_from_another_module():
                 if private(node.attr) and modules[node.value.id] != _module_name(path):
                     wrong.append(f"{path.relative_to(REPO)}: {modules[node.value.id]}.{node.attr}")
     assert sorted(set(wrong)) == []
+
+
+# Where a task kind may be named (issue 39, item 4): its own module (annotate/kinds/), its page view
+# (annotate/pages/views/, one per kind, registered by name) and the demo that makes one study of each
+# kind.  Anywhere else a kind is asked for what it does (a ``Kind`` attribute), never compared by name.
+KIND_NAMES = ("satisfaction", "coco", "slu")
+MAY_NAME_KINDS = ("annotate/kinds/", "annotate/pages/views/", "annotate/demo.py", "annotate/store/migrations/")
+
+
+def test_task_kinds_are_named_only_in_their_own_modules():
+    named = []
+    for path in (REPO / "annotate").rglob("*.py"):
+        where = path.relative_to(REPO).as_posix()
+        if where.startswith(MAY_NAME_KINDS):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        named += [
+            f"{where}:{node.lineno} {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in KIND_NAMES and id(node) not in docstrings
+        ]
+    assert named == []
