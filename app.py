@@ -37,14 +37,15 @@ def main() -> None:
         pages = {"Annotate": [st.Page(annotate_page.render, title="Annotate", url_path="annotate", default=not admin_role)]}
         if admin_role:
             first = "annotate.pages.analysis" not in sys.modules
-            from annotate.pages import admin, analysis  # pandas, Altair, the statistics: an annotator never loads them
+            # pandas, Altair, the statistics: an annotator never loads them
+            from annotate.pages import analysis, annotators, progress, studies
 
             if first:  # what they loaded stays out of the collector's full passes, as app_engine's imports do (issue 25)
                 gc.freeze()
             pages["Admin"] = [
-                st.Page(admin.studies_page, title="Studies", url_path="studies"),
-                st.Page(admin.annotators_page, title="Annotators", url_path="annotators"),
-                st.Page(admin.progress_page, title="Progress", url_path="progress", default=True),
+                st.Page(studies.studies_page, title="Studies", url_path="studies"),
+                st.Page(annotators.annotators_page, title="Annotators", url_path="annotators"),
+                st.Page(progress.progress_page, title="Progress", url_path="progress", default=True),
                 st.Page(analysis.render, title="Analysis", url_path="analysis"),
             ]
         with st.sidebar:

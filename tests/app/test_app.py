@@ -49,7 +49,8 @@ def choose_study(app: AppTest, kind_label: str) -> AppTest:
 
 def page_as(page_name: str, token: str) -> AppTest:
     """Run one admin page function alone, with the given login token."""
-    probe = AppTest.from_string(f"from annotate.pages import admin\nadmin.{page_name}()\n", default_timeout=60)
+    module = page_name.removesuffix("_page")  # studies_page lives in annotate/pages/studies.py
+    probe = AppTest.from_string(f"from annotate.pages import {module}\n{module}.{page_name}()\n", default_timeout=60)
     probe.session_state["token"] = token
     return probe.run()
 

@@ -58,7 +58,9 @@ def test_progress_and_analysis_agree_on_an_adaptive_study_with_a_budget(app_db, 
     assert len(value.rsplit(".", 1)[1]) == 3 and interval.count(".") == 2  # 3 decimals
 
     progress = _as_admin(
-        AppTest.from_string("from annotate.pages import admin\nadmin.progress_page()\n", default_timeout=180), token, study_id
+        AppTest.from_string("from annotate.pages import progress\nprogress.progress_page()\n", default_timeout=180),
+        token,
+        study_id,
     )
     assert not progress.exception, progress.exception
     line = next(t.value for t in progress.text if t.value.startswith("Design: adaptive"))

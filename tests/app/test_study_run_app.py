@@ -88,7 +88,7 @@ def test_progress_counts_voters_and_shows_held_places_apart(app_db):
     assert report.held == {"ann1": 1}
     md = service.export(engine, admin, study.id, "report-md")[0].decode()
     assert "| annotators | 1 |" in md and "| places held now | 1 |" in md
-    probe = AppTest.from_string("from annotate.pages import admin\nadmin.progress_page()\n", default_timeout=60)
+    probe = AppTest.from_string("from annotate.pages import progress\nprogress.progress_page()\n", default_timeout=60)
     probe.session_state["token"] = token
     probe.run()
     tables = [d.value for d in probe.dataframe]

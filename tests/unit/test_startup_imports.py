@@ -25,6 +25,9 @@ ANALYSIS = (
     "exports.report",
     "exports.charts",
     "annotate.pages.admin",
+    "annotate.pages.annotators",
+    "annotate.pages.progress",
+    "annotate.pages.studies",
     "annotate.pages.analysis",
     "annotate.pages.annotate_page",
 )
