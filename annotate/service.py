@@ -95,7 +95,7 @@ def answer(
     expected: dict[str, str] | None = None,
 ) -> loop.Screen:
     """One judgement, and the screen to show next: :func:`judge` with the :class:`loop.Judgement` made
-    of these keywords (the door for scripts, the CLI and tests; the page makes its Judgement itself)."""
+    of these keywords (for scripts, benchmarks and tests; the page makes its Judgement itself)."""
     judgement = loop.Judgement(item_id, answers, done, comment, seconds, then, expected)
     return judge(engine, user, study_id, judgement, token=token)
 
@@ -106,7 +106,7 @@ def judge(
     """One judgement, and the screen to show next (the next item claimed when it is ``done``; its
     ``then``: an item to show instead, the one a tab left for a review): one write transaction.  The
     stored answers differ from its ``expected``: ``loop.AnsweredElsewhere``.  The transaction never
-    began: the error raised is marked as not sent (``store.db.was_sent``)."""
+    began: the error raised is marked as not sent (``store.db.not_sent``)."""
     if not judgement.answers:
         raise StudyError("nothing to save")
     began = False

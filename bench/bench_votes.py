@@ -3,7 +3,7 @@
     python -m bench.bench_votes [--writers 50] [--votes 40] [--items 1000] [--pg URL] [--http] [--json]
 
 Each writer is a thread with its own annotator making the app's own write: one transaction =
-``service.answer`` (the call the annotator's page makes on an answer key, issue 25: the login is not
+``service.answer`` (the write the annotator's page makes on an answer key, through ``service.judge``, issue 25: the login is not
 checked, as the writers hold no browser session — one statement less than the page — everything else is
 the page's: the vote stored, the next item claimed and the next screen read, its dialogue included), and
 every third judgement also changes an earlier vote (a second transaction, ``service.answer`` with the

@@ -94,7 +94,7 @@ def test_a_frozen_server_answers_within_the_client_deadline_and_nothing_acknowle
         start = time.monotonic()
         try:
             with write_session(engine) as session:
-                loop.answer(session, writer, study.id, held.id, {"satisfied": "0"}, done=False)
+                loop.answer(session, writer, study.id, loop.Judgement(held.id, {"satisfied": "0"}, done=False))
                 session.execute(text("SELECT pg_sleep(1)"))
         except exc.SQLAlchemyError as err:
             in_flight["error"] = err

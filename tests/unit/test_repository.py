@@ -10,13 +10,13 @@ def test_one_timeout_constant():
 
     from annotate import __main__ as cli
     from annotate import assignment, studies
-    from annotate.pages import admin
+    from annotate.pages import admin, annotators, progress
     from annotate.pages import studies as studies_page
     from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
 
     assert studies.create_study.__kwdefaults__["timeout_minutes"] == DEFAULT_TIMEOUT_MINUTES
     assert cli.build_parser().parse_args(["study", "create", "x", "p", "--kind", "slu"]).timeout == DEFAULT_TIMEOUT_MINUTES
-    for module in (assignment, admin, studies_page, cli, studies):
+    for module in (assignment, admin, studies_page, annotators, progress, cli, studies):
         assert "30" not in inspect.getsource(module).replace("300", ""), module.__name__
 
 
