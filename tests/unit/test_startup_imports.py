@@ -68,7 +68,11 @@ def loaded_after(statements: list[str]) -> list[str]:
 def test_app_imports_are_what_the_login_page_needs():
     imports = app_imports()
     assert any("annotate.pages" in line and "login" in line for line in imports)  # the probe below means something
-    assert not [line for line in imports if any(page in line for page in ("admin", "analysis", "annotate_page", "studies", "annotators", "progress"))]
+    assert not [
+        line
+        for line in imports
+        if any(page in line for page in ("admin", "analysis", "annotate_page", "studies", "annotators", "progress"))
+    ]
 
 
 def test_the_login_path_imports_no_analysis_stack():
