@@ -20,7 +20,7 @@ every vote, 2.5 s of server CPU per vote, in the process that serves the pages):
   process's thread only waits for it, so the serving process's CPU and its GIL are the annotators'.
   ``DST_JUDGE_ANALYSIS_PROCESS=0`` (and an in-memory SQLite database, which another process cannot
   open) computes in a thread of the serving process instead, lowered with ``setpriority`` where Linux allows.
-- **Cheap first, expensive later.**  A job computes the first answers (``reports.first_key``: the
+- **Cheap first, expensive later.**  A job computes the first answers (``AnalysisKey.first``: the
   settings without resamples, so agreement, majority, r per metric and the λ curve, without intervals)
   before the whole analysis (the bootstraps, the λ interval, Dawid-Skene's resampled competences); the
   page shows the first answers as soon as they are there and the rest replaces them when done.
@@ -62,6 +62,7 @@ from annotate.store.models import Annotator, Study
 from formats.settings import settings
 
 if TYPE_CHECKING:
+    from annotate.reports import AnalysisKey, Inputs
     from metrics.analysis import AnalysisSettings
 
 # annotate.reports and annotate.study_data (numpy, the statistics) are imported by the functions that
@@ -79,7 +80,7 @@ KEPT_JOBS = 64
 class Job:
     """One computation under way (or ended): its progress as the analysis reports it."""
 
-    key: tuple
+    key: AnalysisKey
     fraction: float = 0.0
     text: str = "waiting for the analysis worker"
     future: Future | None = None
@@ -94,7 +95,7 @@ class Job:
         return self.future is not None and not self.future.done()
 
 
-_JOBS: dict[tuple, Job] = {}
+_JOBS: dict[AnalysisKey, Job] = {}
 _WANTED: dict[tuple[str, int], float] = {}  # (database, study) -> when (monotonic) its analysis was last wanted
 _STARTED: dict[tuple[str, int], float] = {}  # (database, study) -> when its last job started
 
@@ -246,16 +247,15 @@ def prepare(engine: Engine) -> None:
         _WORKER.call(_child_ready)
 
 
-def _compute(engine: Engine, key: tuple, job: Job, low: float, high: float) -> dict:
+def _compute(engine: Engine, key: AnalysisKey, job: Job, low: float, high: float) -> dict:
     """One analysis into the cache: in the analysis process, or here (``_separate``)."""
     from annotate import reports
 
     if not _separate(engine):
         _lower_this_thread()
         return reports.compute(engine, key, lambda f, text: job.progress(low + (high - low) * f, text))
-    _, study_id, chosen, condition, _ = key
     url = engine.url.render_as_string(hide_password=False)
-    return reports.keep(key, _WORKER.call(_child_analyse, url, study_id, chosen, condition))
+    return reports.keep(key, _WORKER.call(_child_analyse, url, key.study_id, key.settings, key.condition))
 
 
 def _lower_this_thread() -> None:
@@ -274,7 +274,7 @@ def _run(engine: Engine, job: Job) -> None:
     from annotate import reports
 
     try:
-        first = reports.first_key(job.key)
+        first = job.key.first()
         if first != job.key and reports.cached(first) is None and reports.newest(job.key) is None:
             # nothing whole to show meanwhile: the first answers first (a small part of the cost)
             job.progress(0.0, "first answers: agreement and r per metric")
@@ -283,11 +283,11 @@ def _run(engine: Engine, job: Job) -> None:
         _compute(engine, job.key, job, 0.2, 1.0)
     except Exception as error:  # shown on the page ("the analysis failed: ..."), never a traceback
         job.error = f"{type(error).__name__}: {error}" if not isinstance(error, ValueError) else str(error)
-        log.exception("analysis of study %s failed", job.key[1])
+        log.exception("analysis of study %s failed", job.key.study_id)
         raise
 
 
-def submit(engine: Engine, key: tuple, *, now: float | None = None) -> Job:
+def submit(engine: Engine, key: AnalysisKey, *, now: float | None = None) -> Job:
     """The job computing ``key`` (:func:`annotate.reports.analysis_key`): the one under way, or a new one
     (an ended job is not handed back: its result may have left the cache since)."""
     with _LOCK:
@@ -297,11 +297,11 @@ def submit(engine: Engine, key: tuple, *, now: float | None = None) -> Job:
         # A job not yet started for the same study, settings and condition is for inputs that are gone:
         # dropped, so at most one waits (issue 37's soak: an Analysis page open while votes arrived
         # queued one job per new state of the study, 438 in 16 minutes, each to compute a state long gone)
-        for older in [k for k, j in _JOBS.items() if k[:4] == key[:4] and j.future is not None and j.future.cancel()]:
+        for older in [k for k, j in _JOBS.items() if k.slot == key.slot and j.future is not None and j.future.cancel()]:
             _JOBS.pop(older)
         job = Job(key)
         _JOBS[key] = job
-        _STARTED[key[:2]] = time.monotonic() if now is None else now
+        _STARTED[key.study] = time.monotonic() if now is None else now
         while len(_JOBS) > KEPT_JOBS:  # the oldest ended jobs go first
             ended = next((k for k, j in _JOBS.items() if not j.running), None)
             if ended is None:
@@ -347,7 +347,7 @@ def look(
     return _meanwhile(key, running=job.running, fraction=job.fraction, text=job.text, error=job.error)
 
 
-def _meanwhile(key: tuple, **job) -> Look:
+def _meanwhile(key: AnalysisKey, **job) -> Look:
     """What to show while ``key`` is computed: the newest whole analysis of fewer votes, else the first
     answers of the study as it is now, else those of fewer votes, else nothing."""
     from annotate import reports
@@ -355,7 +355,7 @@ def _meanwhile(key: tuple, **job) -> Look:
     older = reports.newest(key)
     if older is not None:
         return Look(older, False, **job)
-    first = reports.first_key(key)
+    first = key.first()
     if first == key:  # no resamples asked for: there is nothing cheaper
         return Look(None, False, **job)
     found = reports.cached(first)
@@ -383,7 +383,7 @@ SETTLE_SECONDS = 60.0  # a wanted study is analysed once its inputs were still t
 
 @dataclass
 class _Seen:
-    inputs: tuple  # the study's inputs (``reports.inputs_version``) at the last round
+    inputs: Inputs  # the study's inputs (``reports.inputs_version``) at the last round
     since: float  # when they were first seen so (monotonic)
 
 
@@ -410,13 +410,13 @@ def warm_once(engine: Engine, settled: dict[int, _Seen], now: float | None = Non
     for study_id, stored in studies:
         key = reports.analysis_key(engine, study_id, stored_settings(stored), None)  # what the page opens with
         seen = settled.get(study_id)
-        if seen is None or seen.inputs != key[4]:
-            seen = settled[study_id] = _Seen(key[4], now)
-        if reports.cached(key) is not None or not _has_votes(key):
+        if seen is None or seen.inputs != key.inputs:
+            seen = settled[study_id] = _Seen(key.inputs, now)
+        if reports.cached(key) is not None or not key.has_votes:
             continue
         with _LOCK:
             known = _JOBS.get(key)
-            last = _STARTED.get(key[:2])
+            last = _STARTED.get(key.study)
         if known is not None:
             continue  # under way, done (and since evicted: the next look computes it) or failed
         still = now - seen.since >= SETTLE_SECONDS
@@ -425,11 +425,6 @@ def warm_once(engine: Engine, settled: dict[int, _Seen], now: float | None = Non
             submit(engine, key, now=now)
             started += 1
     return started
-
-
-def _has_votes(key: tuple) -> bool:
-    """Whether :func:`annotate.reports.inputs_version` counted any vote event (its 5th number)."""
-    return bool(key[4][4])
 
 
 def start_warmer(engine: Engine) -> bool:

@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import Engine, case, func, select, true
 from sqlalchemy.orm import Session
@@ -541,8 +542,78 @@ def allocation_line(status: AllocationStatus) -> str:
 
 # --- the analysis cache ---------------------------------------------------------------------
 
-_CACHE: OrderedDict[tuple, dict] = OrderedDict()
-_NEWEST: dict[tuple, dict] = {}  # (database, study, settings, condition) -> the newest result, any inputs
+
+class Counts(NamedTuple):
+    """What :func:`inputs_version` counts of a study's rows (append-only events: count and newest id;
+    items: sums, plain and weighted by the item's id)."""
+
+    votes: int
+    last_vote: int | None
+    adjudications: int
+    last_adjudication: int | None
+    items: int
+    extra: int | None
+    included: int | None
+    n_pi: int
+    pi: float | None
+    last_item: int | None
+    extra_by_id: int | None
+    included_by_id: int | None
+    pi_by_id: float | None
+    members: int
+    member_ids: int | None
+    members_added: datetime | None
+    left_out: int
+    last_left_out: int | None
+    k: int | None
+    k_by_id: int | None
+
+
+class Inputs(NamedTuple):
+    """A study's inputs as its analysis reads them (:func:`inputs_version`): equal while nothing it
+    reads changed."""
+
+    created: datetime
+    kind: str
+    overlap: int
+    fingerprint: str  # the analysed settings and the gold answers, hashed
+    counts: Counts
+
+
+@dataclass(frozen=True)
+class AnalysisKey:
+    """What names one analysis: the database, the study, the settings, the system (condition) and the
+    study's inputs then.  ``slot``: the same analysis whatever the inputs (the cache keeps the newest
+    per slot); ``first()``: the key of its first answers (no resamples)."""
+
+    url: str
+    study_id: int
+    settings: AnalysisSettings
+    condition: str | None
+    inputs: Inputs
+
+    @property
+    def study(self) -> tuple[str, int]:
+        return (self.url, self.study_id)
+
+    @property
+    def slot(self) -> tuple:
+        return (self.url, self.study_id, self.settings, self.condition)
+
+    @property
+    def has_votes(self) -> bool:
+        """Whether the study had any vote event then (nothing to analyse without)."""
+        return bool(self.inputs.counts.votes)
+
+    def first(self) -> AnalysisKey:
+        """The key of the first answers: the same analysis without its resamples (agreement, majority,
+        r per metric, the λ curve; no bootstrap interval, Dawid-Skene fitted once), a small part of its
+        cost (``annotate.analysis_jobs`` computes it first, issue 38)."""
+        return replace(self, settings=replace(self.settings, resamples=0))
+
+
+_CACHE: OrderedDict[AnalysisKey, dict] = OrderedDict()
+_NEWEST: dict[tuple, dict] = {}  # AnalysisKey.slot (database, study, settings, condition) -> the newest result, any inputs
 _STAMPS: OrderedDict[int, tuple[dict, float]] = OrderedDict()  # id(result) -> (result, when it was kept)
 _CACHE_LOCK = threading.Lock()
 CACHE_ENTRIES = 32
@@ -551,7 +622,7 @@ CACHE_ENTRIES = 32
 NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
 
 
-def inputs_version(session, study_id: int) -> tuple:
+def inputs_version(session, study_id: int) -> Inputs:
     """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
     kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
     (append-only: count and newest id), its items' capacity (extra places, designed k), draw and inclusion probabilities, their
@@ -644,23 +715,28 @@ def inputs_version(session, study_id: int) -> tuple:
     ).one_or_none()
     if row is None:
         raise ValueError(f"no study with id {study_id}")
-    created, kind, overlap, settings, *counts = row
+    created, kind, overlap, settings, *numbers = row
     analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
-    for float_sum in (8, 12):  # the sums of π, plain and by id
-        counts[float_sum] = None if counts[float_sum] is None else float(f"{float(counts[float_sum]):.12g}")
+    counts = Counts(*numbers)
+    counts = counts._replace(**{name: _digits(getattr(counts, name)) for name in ("pi", "pi_by_id")})  # the sums of π
     gold = session.execute(
         select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None)).order_by(Item.id)
     ).all()
     fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
-    return (created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), *counts)
+    return Inputs(created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), counts)
 
 
-def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> tuple:
+def _digits(value) -> float | None:
+    """A float sum to 12 significant digits: the same on every look, whatever order the database adds in."""
+    return None if value is None else float(f"{float(value):.12g}")
+
+
+def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> AnalysisKey:
     """The cache's key: the database, the study, the analysis settings and condition, and the
     study's :func:`inputs_version`."""
     with read_session(engine) as session:
         version = inputs_version(session, study_id)
-    return (engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
+    return AnalysisKey(engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
 
 
 def analyse_afresh(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
@@ -691,7 +767,7 @@ def study_analysis(
     return found if found is not None else compute(engine, key, progress)
 
 
-def cached(key: tuple) -> dict | None:
+def cached(key: AnalysisKey) -> dict | None:
     """The analysis under ``key`` (:func:`analysis_key`) if this process has computed it."""
     with _CACHE_LOCK:
         if key in _CACHE:
@@ -700,26 +776,17 @@ def cached(key: tuple) -> dict | None:
     return None
 
 
-def newest(key: tuple) -> dict | None:
+def newest(key: AnalysisKey) -> dict | None:
     """The newest analysis computed for ``key``'s study, settings and condition, whatever the study's
     inputs were then (its ``n_votes`` says on how many votes): what the Analysis page shows while the
     current one is computed (``annotate.analysis_jobs``)."""
     with _CACHE_LOCK:
-        return _NEWEST.get(key[:4])
+        return _NEWEST.get(key.slot)
 
 
-def compute(engine: Engine, key: tuple, progress: Progress | None = None) -> dict:
+def compute(engine: Engine, key: AnalysisKey, progress: Progress | None = None) -> dict:
     """Compute the analysis ``key`` names and keep it in the cache (no access check: callers make it)."""
-    _, study_id, settings, condition, _ = key
-    return keep(key, analyse_afresh(engine, study_id, settings, condition, progress))
-
-
-def first_key(key: tuple) -> tuple:
-    """The key of ``key``'s first answers: the same analysis without its resamples (agreement, majority,
-    r per metric, the λ curve; no bootstrap interval, Dawid-Skene fitted once), a small part of its cost
-    (``annotate.analysis_jobs`` computes it first, issue 38)."""
-    url, study_id, settings, condition, version = key
-    return (url, study_id, replace(settings, resamples=0), condition, version)
+    return keep(key, analyse_afresh(engine, key.study_id, key.settings, key.condition, progress))
 
 
 def computed_at(result: dict | None) -> float | None:
@@ -729,18 +796,18 @@ def computed_at(result: dict | None) -> float | None:
     return found[1] if found is not None and found[0] is result else None
 
 
-def keep(key: tuple, result: dict) -> dict:
+def keep(key: AnalysisKey, result: dict) -> dict:
     """Keep ``result``, the analysis ``key`` names (computed here or in the analysis process), in the cache."""
     with _CACHE_LOCK:
         _STAMPS[id(result)] = (result, time.time())
         # Only the newest state of a study is kept per settings (issue 37: the soak's server kept 32
         # analyses of one study at fewer votes, a megabyte or more each): its inputs only move on.
-        for older in [k for k in _CACHE if k[:4] == key[:4] and k != key]:
+        for older in [k for k in _CACHE if k.slot == key.slot and k != key]:
             del _CACHE[older]
         _CACHE[key] = result
         while len(_CACHE) > CACHE_ENTRIES:
             _CACHE.popitem(last=False)
-        _NEWEST[key[:4]] = result  # first answers (``first_key``) have settings of their own: a slot of their own
+        _NEWEST[key.slot] = result  # first answers (``AnalysisKey.first``) have settings of their own: a slot of their own
         while len(_NEWEST) > CACHE_ENTRIES:
             _NEWEST.pop(next(iter(_NEWEST)))
         live = {id(r) for r in _CACHE.values()} | {id(r) for r in _NEWEST.values()}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -165,8 +166,8 @@ def test_the_first_answers_are_shown_while_the_whole_analysis_is_computed(engine
     real = reports.compute
 
     def held(engine_, key, progress=None):
-        computed.append(key[2].resamples)
-        if key[2].resamples:  # the whole analysis waits until the test has looked
+        computed.append(key.settings.resamples)
+        if key.settings.resamples:  # the whole analysis waits until the test has looked
             assert hold.wait(300)
         return real(engine_, key, progress)
 
@@ -210,9 +211,9 @@ def test_a_queued_analysis_of_inputs_that_are_gone_is_dropped(engine, tmp_path):
     gate = threading.Event()
     blocker = analysis_jobs._EXECUTOR.submit(gate.wait, 60)  # the worker busy with something else
     try:
-        asked = [analysis_jobs.submit(engine, (*key[:4], ("state", n))) for n in range(5)]
-        waiting = [job for job in analysis_jobs._JOBS.values() if job.key[:4] == key[:4] and job.running]
-        assert [job.key[4] for job in waiting] == [("state", 4)]
+        asked = [analysis_jobs.submit(engine, replace(key, inputs=("state", n))) for n in range(5)]
+        waiting = [job for job in analysis_jobs._JOBS.values() if job.key.slot == key.slot and job.running]
+        assert [job.key.inputs for job in waiting] == [("state", 4)]
         assert all(job.future.cancelled() for job in asked[:4])
         # the executor skips a cancelled job when it reaches it: nothing of it is computed
     finally:
