@@ -13,7 +13,7 @@ import pytest
 from annotate import service
 from annotate.auth import PermissionDenied, add_annotator
 from annotate.store.db import read_session, write_session
-from annotate.store.models import Item, ItemAudio
+from annotate.store.models import Annotator, Item, ItemAudio
 from annotate.studies import create_study
 from formats.errors import ReaderError
 
@@ -50,8 +50,8 @@ def test_a_turn_with_its_audio_file_keeps_the_recording(engine, fixtures, tmp_pa
     with read_session(engine) as session:
         items = {i.payload["turn_index"]: i for i in session.query(Item).filter(Item.study_id == study.id)}
         stored = {a.item_id: a for a in session.query(ItemAudio)}
-        ann = session.query(service.Annotator).filter_by(name="ann").one()
-        other = session.query(service.Annotator).filter_by(name="other").one()
+        ann = session.query(Annotator).filter_by(name="ann").one()
+        other = session.query(Annotator).filter_by(name="other").one()
     assert {index for index, item in items.items() if item.payload["audio"]} == set(names)
     assert {items[i].id for i in names} == set(stored)
     assert stored[items[0].id].file_name == names[0] and stored[items[0].id].data == data

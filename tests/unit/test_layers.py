@@ -122,6 +122,35 @@ def test_the_api_and_the_pages_reach_the_store_only_through_the_service():
     assert wrong == []
 
 
+def test_the_service_is_one_door():
+    """Issue 39, item 3: ``annotate.service`` is a package of wings (judging, people, crowd, studies,
+    analysis, downloads, api) behind one door: callers import the package, never a wing, and every
+    public name of a wing is in the package's ``__all__`` (so the door lists what it offers)."""
+    import annotate.service as service
+
+    wings = sorted(p for p in (REPO / "annotate" / "service").glob("*.py") if p.name != "__init__.py")
+    assert {p.stem for p in wings} >= {"judging", "people", "crowd", "studies", "analysis", "downloads", "api"}
+    outside = [
+        f"{path.relative_to(REPO)} imports {name}"
+        for path in [*_files(), *sorted((REPO / "tests").rglob("*.py")), *sorted((REPO / "bench").rglob("*.py"))]
+        if "service" not in path.relative_to(REPO).parts
+        for name in _imports(path)
+        if name.startswith("annotate.service.")
+    ]
+    assert outside == []
+    offered = set(service.__all__)
+    assert len(offered) == len(service.__all__)
+    missing = []
+    for path in wings:
+        for node in ast.parse(path.read_text()).body:
+            names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else []
+            if isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            missing += [f"{path.stem}.{n}" for n in names if not n.startswith("_") and n not in offered]
+    assert missing == []
+    assert all(hasattr(service, name) for name in service.__all__)
+
+
 def _module_imports(path) -> list[tuple[str, list[str]]]:
     """(module, names) of every ``from X import a, b`` (module level and inside functions) of ``path``;
     ``from metrics import adaptive`` is module ``metrics.adaptive``."""
