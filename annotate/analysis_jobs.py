@@ -3,7 +3,8 @@ and never at an annotator's expense (issue 38).
 
 A study's analysis (agreement, the correlations with their bootstraps, the λ calibration, Dawid-Skene)
 takes seconds; in the page's own request it held the page 1-8 s on every first look and every change of
-a setting.  Here one job at a time computes them into the analysis cache (``annotate.reports``), and
+a setting.  Here one job at a time computes them into the analysis cache (``annotate.analysis_cache``:
+this process's, and the database's, shared by its app servers, which compute each analysis once), and
 :func:`look` answers at once with what there is:
 
 - the analysis of the study as it is now, if computed (``current``);
@@ -56,18 +57,19 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 
+from annotate import analysis_cache
+from annotate.analysis_cache import AnalysisKey, Inputs
 from annotate.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import Annotator, Study
 from formats.settings import settings
 
 if TYPE_CHECKING:
-    from annotate.reports import AnalysisKey, Inputs
-    from metrics.analysis import AnalysisSettings
+    from metrics.analysis import AnalysisSettings, Progress
 
-# annotate.reports and annotate.study_data (numpy, the statistics) are imported by the functions that
-# compute: the warmer starts with the app's engine, before the login form is served, and imports them
-# in its own thread, after its first sleep (issue 36).
+# annotate.study_data (numpy, the statistics) is imported by the functions that compute: the warmer
+# starts with the app's engine, before the login form is served, and imports it in its own thread,
+# after its first sleep (issue 36).
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +126,7 @@ class Look:
 
     def __post_init__(self) -> None:
         if self.computed is None and self.result is not None:
-            from annotate import reports
-
-            object.__setattr__(self, "computed", reports.computed_at(self.result))
+            object.__setattr__(self, "computed", analysis_cache.computed_at(self.result))
 
     @property
     def votes(self) -> int | None:
@@ -213,7 +213,7 @@ def _child_ready() -> bool:
     job needs them)."""
     import importlib
 
-    import annotate.reports  # noqa: F401
+    import annotate.study_data  # noqa: F401
 
     for name in _STATISTICS_MODULES:
         importlib.import_module(name)
@@ -221,14 +221,14 @@ def _child_ready() -> bool:
 
 
 def _child_analyse(url: str, study_id: int, settings: AnalysisSettings, condition: str | None) -> dict:
-    """In the analysis process: the analysis, read from the database by URL (``reports.analyse_afresh``)."""
-    from annotate import reports
+    """In the analysis process: the analysis, read from the database by URL (``study_data.analyse_afresh``)."""
     from annotate.store.db import make_engine
+    from annotate.study_data import analyse_afresh
 
     engine = _CHILD_ENGINES.get(url)
     if engine is None:
         engine = _CHILD_ENGINES[url] = make_engine(url, pool_size=1)
-    return reports.analyse_afresh(engine, study_id, settings, condition, None)
+    return analyse_afresh(engine, study_id, settings, condition, None)
 
 
 def _separate(engine: Engine) -> bool:
@@ -247,15 +247,64 @@ def prepare(engine: Engine) -> None:
         _WORKER.call(_child_ready)
 
 
-def _compute(engine: Engine, key: AnalysisKey, job: Job, low: float, high: float) -> dict:
-    """One analysis into the cache: in the analysis process, or here (``_separate``)."""
-    from annotate import reports
+WAIT_SECONDS = 0.5  # how often a server waiting for another server's computation looks for its result
 
+
+def _obtain(engine: Engine, key: AnalysisKey, compute, *, waiting=None) -> dict:
+    """The analysis ``key`` names: held here or in the database (``analysis_cache.fetch``), else computed
+    by ``compute()`` once this server holds the lease on it (``analysis_cache.claim``), and stored for
+    every server; while another server holds the lease, its result is waited for (``waiting()`` is
+    called each time: the job says so).  A lease that lapses (its server died) is taken over."""
+    attempt = 0
+    while True:
+        found = analysis_cache.fetch(engine, key)
+        if found is not None:
+            return found
+        if analysis_cache.claim(engine, key):
+            with analysis_cache.claimed(engine, key):
+                return analysis_cache.store(engine, key, compute())
+        if attempt and analysis_cache.lease_lapsed(engine, key):
+            # nobody computes it, yet the database's copy did not load: computed here, stored again
+            return analysis_cache.store(engine, key, compute())
+        if waiting is not None:
+            waiting()
+        attempt += 1
+        time.sleep(WAIT_SECONDS)
+
+
+def _analyse(engine: Engine, key: AnalysisKey, job: Job, low: float, high: float) -> dict:
+    """One computation of a job: in the analysis process, or here (``_separate``)."""
     if not _separate(engine):
+        from annotate.study_data import analyse_afresh
+
         _lower_this_thread()
-        return reports.compute(engine, key, lambda f, text: job.progress(low + (high - low) * f, text))
+        progress = lambda f, text: job.progress(low + (high - low) * f, text)  # noqa: E731
+        return analyse_afresh(engine, key.study_id, key.settings, key.condition, progress)
     url = engine.url.render_as_string(hide_password=False)
-    return reports.keep(key, _WORKER.call(_child_analyse, url, key.study_id, key.settings, key.condition))
+    return _WORKER.call(_child_analyse, url, key.study_id, key.settings, key.condition)
+
+
+def study_analysis(
+    engine: Engine,
+    user: Annotator,
+    study_id: int,
+    settings: AnalysisSettings,
+    *,
+    condition: str | None = None,
+    progress: Progress | None = None,
+) -> dict:
+    """The study's analysis without the excluded annotators (``study_data.analyse_afresh``), computed once
+    per study state and settings by all the app servers of the database (admin only; checked on every
+    call): held, else computed here and now (``progress(fraction, text)`` between its steps), else
+    waited for while another server computes it.  For the exports, the report and the design line; the
+    Analysis page looks (:func:`look`) and never waits.
+
+    The result is shared: callers must not change it."""
+    from annotate.study_data import analyse_afresh
+
+    require_admin(user)
+    key = analysis_cache.analysis_key(engine, study_id, settings, condition)
+    return _obtain(engine, key, lambda: analyse_afresh(engine, study_id, settings, condition, progress))
 
 
 def _lower_this_thread() -> None:
@@ -269,18 +318,22 @@ def _lower_this_thread() -> None:
 
 
 def _run(engine: Engine, job: Job) -> None:
-    """A job's work; the result goes to the cache (``reports.keep``), not to the job's future, which
-    ``_JOBS`` keeps after it ended (64 ended jobs held 64 results: issue 37's soak)."""
-    from annotate import reports
-
+    """A job's work; the result goes to the cache (``analysis_cache.store``), not to the job's future,
+    which ``_JOBS`` keeps after it ended (64 ended jobs held 64 results: issue 37's soak)."""
     try:
         first = job.key.first()
-        if first != job.key and reports.cached(first) is None and reports.newest(job.key) is None:
+        if (
+            first != job.key
+            and analysis_cache.fetch(engine, first) is None
+            and analysis_cache.fetch_newest(engine, job.key) is None
+        ):
             # nothing whole to show meanwhile: the first answers first (a small part of the cost)
             job.progress(0.0, "first answers: agreement and r per metric")
-            _compute(engine, first, job, 0.0, 0.2)
+            elsewhere = lambda: job.progress(0.0, "first answers: computed by another app server")  # noqa: E731
+            _obtain(engine, first, lambda: _analyse(engine, first, job, 0.0, 0.2), waiting=elsewhere)
         job.progress(0.2, "intervals: the bootstraps, the λ calibration, Dawid-Skene")
-        _compute(engine, job.key, job, 0.2, 1.0)
+        elsewhere = lambda: job.progress(0.2, "intervals: computed by another app server")  # noqa: E731
+        _obtain(engine, job.key, lambda: _analyse(engine, job.key, job, 0.2, 1.0), waiting=elsewhere)
     except Exception as error:  # shown on the page ("the analysis failed: ..."), never a traceback
         job.error = f"{type(error).__name__}: {error}" if not isinstance(error, ValueError) else str(error)
         log.exception("analysis of study %s failed", job.key.study_id)
@@ -288,12 +341,14 @@ def _run(engine: Engine, job: Job) -> None:
 
 
 def submit(engine: Engine, key: AnalysisKey, *, now: float | None = None) -> Job:
-    """The job computing ``key`` (:func:`annotate.reports.analysis_key`): the one under way, or a new one
+    """The job computing ``key`` (:func:`annotate.analysis_cache.analysis_key`): the one under way, or a new one
     (an ended job is not handed back: its result may have left the cache since)."""
     with _LOCK:
         job = _JOBS.get(key)
         if job is not None and job.running:
             return job
+        if job is not None and job.error is None and analysis_cache.cached(key) is not None:
+            return job  # it ended between the caller's look and now: nothing to compute again
         # A job not yet started for the same study, settings and condition is for inputs that are gone:
         # dropped, so at most one waits (issue 37's soak: an Analysis page open while votes arrived
         # queued one job per new state of the study, 438 in 16 minutes, each to compute a state long gone)
@@ -325,43 +380,40 @@ def look(
     computing the current one if it is not there (``retry``: again after an error) and waits for it up
     to ``wait`` seconds (a small study's analysis is there before a progress bar would be worth
     showing; the page waits ``DST_JUDGE_ANALYSIS_WAIT`` seconds, 0.5 by default).  Admin only."""
-    from annotate import reports
-
     require_admin(user)
     want(engine, study_id)
-    key = reports.analysis_key(engine, study_id, settings, condition)
-    found = reports.cached(key)
+    key = analysis_cache.analysis_key(engine, study_id, settings, condition)
+    found = analysis_cache.fetch(engine, key)
     if found is not None:
         return Look(found, True)
     with _LOCK:
         failed = _JOBS.get(key)
     if failed is not None and failed.error is not None and not failed.running and not retry:
-        return _meanwhile(key, error=failed.error)
+        return _meanwhile(engine, key, error=failed.error)
     job = submit(engine, key)
     deadline = time.monotonic() + wait
     while job.running and time.monotonic() < deadline:  # polled, never a blocking wait on the job's future
         time.sleep(0.05)
-    found = reports.cached(key)  # it may have ended meanwhile
+    found = analysis_cache.fetch(engine, key)  # it may have ended meanwhile
     if found is not None:
         return Look(found, True)
-    return _meanwhile(key, running=job.running, fraction=job.fraction, text=job.text, error=job.error)
+    return _meanwhile(engine, key, running=job.running, fraction=job.fraction, text=job.text, error=job.error)
 
 
-def _meanwhile(key: AnalysisKey, **job) -> Look:
+def _meanwhile(engine: Engine, key: AnalysisKey, **job) -> Look:
     """What to show while ``key`` is computed: the newest whole analysis of fewer votes, else the first
     answers of the study as it is now, else those of fewer votes, else nothing."""
-    from annotate import reports
-
-    older = reports.newest(key)
+    older = analysis_cache.fetch_newest(engine, key)
     if older is not None:
         return Look(older, False, **job)
     first = key.first()
     if first == key:  # no resamples asked for: there is nothing cheaper
         return Look(None, False, **job)
-    found = reports.cached(first)
+    found = analysis_cache.fetch(engine, first)
     if found is not None:
         return Look(found, False, first=True, **job)
-    return Look(reports.newest(first), False, first=reports.newest(first) is not None, **job)
+    older = analysis_cache.fetch_newest(engine, first)
+    return Look(older, False, first=older is not None, **job)
 
 
 def wait(engine: Engine, user: Annotator, study_id: int, settings: AnalysisSettings, *, condition=None, timeout=600) -> Look:
@@ -383,7 +435,7 @@ SETTLE_SECONDS = 60.0  # a wanted study is analysed once its inputs were still t
 
 @dataclass
 class _Seen:
-    inputs: Inputs  # the study's inputs (``reports.inputs_version``) at the last round
+    inputs: Inputs  # the study's inputs (``analysis_cache.inputs_version``) at the last round
     since: float  # when they were first seen so (monotonic)
 
 
@@ -401,18 +453,17 @@ def warm_once(engine: Engine, settled: dict[int, _Seen], now: float | None = Non
         del settled[study_id]
     if not wanted:
         return 0  # nobody looks: nothing read, nothing computed
-    from annotate import reports
     from annotate.study_data import stored_settings
 
     started = 0
     with read_session(engine) as session:
         studies = session.execute(select(Study.id, Study.settings).where(Study.archived.is_(False), Study.id.in_(wanted))).all()
     for study_id, stored in studies:
-        key = reports.analysis_key(engine, study_id, stored_settings(stored), None)  # what the page opens with
+        key = analysis_cache.analysis_key(engine, study_id, stored_settings(stored), None)  # what the page opens with
         seen = settled.get(study_id)
         if seen is None or seen.inputs != key.inputs:
             seen = settled[study_id] = _Seen(key.inputs, now)
-        if reports.cached(key) is not None or not key.has_votes:
+        if not key.has_votes or analysis_cache.held(engine, key):
             continue
         with _LOCK:
             known = _JOBS.get(key)

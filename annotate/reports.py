@@ -1,54 +1,40 @@
 """A study's reports, for the admin: progress (judgements, annotators, items, attention checks, time
-per item), the study as the export writers take it (with its progress), where it stands against its
-allocation design (in numbers and in one line of prose), and the analysis cache.
+per item), the study as the export writers take it (with its progress), each annotator's Dawid-Skene
+quality, and where the study stands against its allocation design (in numbers and in one line of prose).
 
 Every report is a frozen dataclass defined beside the function that makes it; ``dataclasses.asdict``
 of one is its JSON (``python -m annotate status --json``, ``study design --json``).  Nothing here
 writes: closing a study whose target is reached is ``annotate.allocation.close_when_reached``, which
-``annotate.service`` calls with what :func:`allocation_status` found.
-
-The analysis cache keeps one study's analysis per (database, study, settings, condition, inputs),
-shared by the Analysis page, the Progress page's design line, every export and the report in this
-process: the bootstrap and the λ calibration take seconds, so a look that changes nothing must cost
-nothing, and a look after any change must see it (issue 24).  :func:`inputs_version` reads what the
-analysis depends on.  (Judges' files uploaded on the Analysis page are compared when uploaded and
-never cached.)
+``annotate.service`` calls with what :func:`allocation_status` found.  The analysis itself is
+``annotate.analysis_jobs``'s (computed) and ``annotate.analysis_cache``'s (kept and shared); the
+annotators left out of it are ``annotate.study_data``'s (``exclusions``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import statistics
 import threading
-import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import NamedTuple
 
-from sqlalchemy import Engine, case, func, select, true
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from annotate import crowd, study_data
+from annotate import analysis_cache, crowd, study_data
 from annotate.allocation import QUESTIONS, design_of, judgements_done
 from annotate.assignment import ACTIVE, DONE, JUDGED, capacity, cutoff
-from annotate.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import (
-    Adjudication,
-    AnalysisExclusion,
     Annotator,
     Assignment,
     Item,
     Study,
-    StudyMember,
     VoteEvent,
     utcnow,
 )
 from exports.study import StudyData
 from metrics import adaptive, present
-from metrics.analysis import AnalysisSettings, Progress
 
 # --- progress -------------------------------------------------------------------------------
 
@@ -248,84 +234,8 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
         data = study_data.read_study(session, study, history=history)
         study_id = study_data.find_study(session, study).id
         data.progress_report = asdict(progress(session, study_id))
-        leave_out_excluded(session, data, study_id)
+        study_data.leave_out_excluded(session, data, study_id)
     return data
-
-
-# --- annotators left out of the analysis ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Exclusion:
-    """An annotator an admin left out of a study's analysis (the latest event of theirs is an
-    exclusion): their name as the exports show it, who excluded them, when (ISO, to the second), why."""
-
-    annotator: str
-    by: str
-    at: str
-    reason: str
-
-
-def exclusions(session: Session, study_id: int) -> list[Exclusion]:
-    """The annotators left out of the study's analysis now, in the order they were excluded."""
-    latest = (
-        select(func.max(AnalysisExclusion.id))
-        .where(AnalysisExclusion.study_id == study_id)
-        .group_by(AnalysisExclusion.annotator_id)
-    )
-    rows = session.execute(
-        select(Annotator.name, AnalysisExclusion.by, AnalysisExclusion.at, AnalysisExclusion.reason)
-        .join(Annotator, Annotator.id == AnalysisExclusion.annotator_id)
-        .where(AnalysisExclusion.id.in_(latest), AnalysisExclusion.excluded == true())
-        .order_by(AnalysisExclusion.id)
-    ).all()
-    shown = crowd.display_names(session, study_id)
-    return [Exclusion(shown.get(name, name), by, at.isoformat(timespec="seconds"), reason or "") for name, by, at, reason in rows]
-
-
-def exclusion_note(excluded: list[Exclusion]) -> str:
-    """The sentence the analysis, its exports and the report carry.
-
-    >>> exclusion_note([Exclusion("ann7", "admin", "2026-11-24T06:10:00", "spammer")])
-    'excluded from the analysis: ann7 (by admin, 2026-11-24: spammer); their votes stay in the store and in the votes exports'
-    """
-    parts = [f"{e.annotator} (by {e.by}, {e.at[:10]}{': ' + e.reason if e.reason else ''})" for e in excluded]
-    return "excluded from the analysis: " + ", ".join(parts) + "; their votes stay in the store and in the votes exports"
-
-
-def leave_out_excluded(session: Session, data: StudyData, study_id: int) -> list[Exclusion]:
-    """Bind the study's analyser to the votes of the annotators not excluded, and make it say who was
-    left out (a note in the agreement, model labels and correlation sections, and ``excluded`` in the
-    result).  ``data.votes`` and ``data.history`` stay whole: the votes exports are the store's data."""
-    from dataclasses import replace
-
-    from annotate.kinds import get_kind
-
-    excluded = exclusions(session, study_id)
-    if not excluded or data.analyser is None:
-        return excluded
-    names = {e.annotator for e in excluded}
-    kept = replace(data, votes=[v for v in data.votes if v["annotator"] not in names], history=[])
-    kind = get_kind(data.kind)
-    extra = any(i.extra for i in data.items)
-    first_seen = study_data.first_vote_order(session, study_id) if extra and kind.dialogues is not None else None
-    inner = study_data.bind_analyser(kept, kind, first_seen)
-    note = exclusion_note(excluded)
-    listed = [asdict(e) for e in excluded]
-    n_left_out = len(data.votes) - len(kept.votes)
-
-    def analyser(settings, condition=None, progress=None):
-        result = inner(settings, condition, progress)
-        result["excluded"] = {"annotators": listed, "votes_left_out": n_left_out, "note": note}
-        for section in ("agreement", "correlation", "design"):
-            if isinstance(result.get(section), dict):
-                result[section]["notes"] = [*result[section].get("notes", []), note]
-        for found in (result.get("model_labels") or {}).values():
-            found["notes"] = [*found.get("notes", []), note]
-        return result
-
-    data.analyser = analyser
-    return excluded
 
 
 @dataclass(frozen=True)
@@ -346,6 +256,7 @@ class AnnotatorQuality:
 
 
 _QUALITY: OrderedDict[tuple, list[AnnotatorQuality]] = OrderedDict()
+_QUALITY_LOCK = threading.Lock()
 QUALITY_RESAMPLES = 200  # bootstrap resamples of the items behind each competence interval
 
 
@@ -357,12 +268,12 @@ def annotator_quality(engine: Engine, study_id: int) -> list[AnnotatorQuality]:
     from metrics.crowd import dawid_skene
 
     with read_session(engine) as session:
-        key = (engine.url.render_as_string(hide_password=False), study_id, inputs_version(session, study_id))
-        with _CACHE_LOCK:
+        key = (engine.url.render_as_string(hide_password=False), study_id, analysis_cache.inputs_version(session, study_id))
+        with _QUALITY_LOCK:
             if key in _QUALITY:
                 return _QUALITY[key]
         data = study_data.read_study(session, study_id)
-        excluded = {e.annotator for e in exclusions(session, study_id)}
+        excluded = {e.annotator for e in study_data.exclusions(session, study_id)}
     # the people only: automatic judges are compared with the human majority in the judges table
     judges = {v["annotator"] for v in data.votes if v.get("annotator_kind") == "judge"}
     table = study_data.without(data.vote_table(), judges)
@@ -396,9 +307,9 @@ def annotator_quality(engine: Engine, study_id: int) -> list[AnnotatorQuality]:
     voters = dict.fromkeys(v.annotator for v in table.votes)
     rows = [worst.get(name, AnnotatorQuality(name, None, 0, None, None, None, name in excluded)) for name in voters]
     rows.sort(key=lambda q: (q.competence is None, q.competence or 0.0, q.annotator))
-    with _CACHE_LOCK:
+    with _QUALITY_LOCK:
         _QUALITY[key] = rows
-        while len(_QUALITY) > CACHE_ENTRIES:
+        while len(_QUALITY) > analysis_cache.CACHE_ENTRIES:
             _QUALITY.popitem(last=False)
     return rows
 
@@ -540,285 +451,9 @@ def allocation_line(status: AllocationStatus) -> str:
     return "; ".join(parts)
 
 
-# --- the analysis cache ---------------------------------------------------------------------
-
-
-class Counts(NamedTuple):
-    """What :func:`inputs_version` counts of a study's rows (append-only events: count and newest id;
-    items: sums, plain and weighted by the item's id)."""
-
-    votes: int
-    last_vote: int | None
-    adjudications: int
-    last_adjudication: int | None
-    items: int
-    extra: int | None
-    included: int | None
-    n_pi: int
-    pi: float | None
-    last_item: int | None
-    extra_by_id: int | None
-    included_by_id: int | None
-    pi_by_id: float | None
-    members: int
-    member_ids: int | None
-    members_added: datetime | None
-    left_out: int
-    last_left_out: int | None
-    k: int | None
-    k_by_id: int | None
-
-
-class Inputs(NamedTuple):
-    """A study's inputs as its analysis reads them (:func:`inputs_version`): equal while nothing it
-    reads changed."""
-
-    created: datetime
-    kind: str
-    overlap: int
-    fingerprint: str  # the analysed settings and the gold answers, hashed
-    counts: Counts
-
-
-@dataclass(frozen=True)
-class AnalysisKey:
-    """What names one analysis: the database, the study, the settings, the system (condition) and the
-    study's inputs then.  ``slot``: the same analysis whatever the inputs (the cache keeps the newest
-    per slot); ``first()``: the key of its first answers (no resamples)."""
-
-    url: str
-    study_id: int
-    settings: AnalysisSettings
-    condition: str | None
-    inputs: Inputs
-
-    @property
-    def study(self) -> tuple[str, int]:
-        return (self.url, self.study_id)
-
-    @property
-    def slot(self) -> tuple:
-        return (self.url, self.study_id, self.settings, self.condition)
-
-    @property
-    def has_votes(self) -> bool:
-        """Whether the study had any vote event then (nothing to analyse without)."""
-        return bool(self.inputs.counts.votes)
-
-    def first(self) -> AnalysisKey:
-        """The key of the first answers: the same analysis without its resamples (agreement, majority,
-        r per metric, the λ curve; no bootstrap interval, Dawid-Skene fitted once), a small part of its
-        cost (``annotate.analysis_jobs`` computes it first, issue 38)."""
-        return replace(self, settings=replace(self.settings, resamples=0))
-
-
-_CACHE: OrderedDict[AnalysisKey, dict] = OrderedDict()
-_NEWEST: dict[tuple, dict] = {}  # AnalysisKey.slot (database, study, settings, condition) -> the newest result, any inputs
-_STAMPS: OrderedDict[int, tuple[dict, float]] = OrderedDict()  # id(result) -> (result, when it was kept)
-_CACHE_LOCK = threading.Lock()
-CACHE_ENTRIES = 32
-# Settings the analysis never reads: operational ones that change often (a votes download records
-# ``exported_through``; crowd links, their secret and quota; the places' timeout).
-NOT_ANALYSED = frozenset({"crowd", "exported_through", "timeout_minutes"})
-
-
-def inputs_version(session, study_id: int) -> Inputs:
-    """A cheap fingerprint of everything a study's analysis reads, in two queries: the study row (its
-    kind, overlap and settings but those in ``NOT_ANALYSED``), its vote events and adjudications
-    (append-only: count and newest id), its items' capacity (extra places, designed k), draw and inclusion probabilities, their
-    gold answers (only the items with gold, few: read whole), its members and the annotators left out of
-    its analysis (append-only events: count and newest id).  Any write that changes
-    an input changes it, whichever path (app, CLI, a script) made the write.
-
-    The items' numbers are summed twice, plainly and weighted by the item's id, so that a value moved
-    from one item to another (π from one dialogue to another: a different weight for each) changes
-    the sums too (issue 25).  Float sums are compared to 12 significant digits (the same on every
-    look, whatever order the database adds them in)."""
-
-    def aggregate(*columns, join=None, where):
-        query = select(*columns)
-        if join is not None:
-            query = query.join(Item, Item.id == join)
-        return query.where(where).subquery()
-
-    votes = aggregate(
-        func.count(VoteEvent.id).label("n"),
-        func.max(VoteEvent.id).label("last"),
-        join=VoteEvent.item_id,
-        where=Item.study_id == study_id,
-    )
-    judged = aggregate(
-        func.count(Adjudication.id).label("n"),
-        func.max(Adjudication.id).label("last"),
-        join=Adjudication.item_id,
-        where=Item.study_id == study_id,
-    )
-    items = aggregate(
-        func.count(Item.id).label("n"),
-        func.sum(Item.extra_capacity).label("extra"),
-        func.sum(case((Item.included == true(), 1), else_=0)).label("included"),
-        func.count(Item.pi).label("n_pi"),
-        func.sum(Item.pi).label("pi"),
-        func.max(Item.id).label("last"),
-        func.sum(Item.id * Item.extra_capacity).label("extra_by_id"),
-        func.sum(case((Item.included == true(), Item.id), else_=0)).label("included_by_id"),
-        func.sum(Item.id * Item.pi).label("pi_by_id"),
-        func.sum(Item.k).label("k"),  # the designed votes per item (issue 29)
-        func.sum(Item.id * Item.k).label("k_by_id"),
-        where=Item.study_id == study_id,
-    )
-    members = aggregate(
-        func.count(StudyMember.annotator_id).label("n"),
-        func.sum(StudyMember.annotator_id).label("ids"),
-        func.max(StudyMember.added_at).label("added"),
-        where=StudyMember.study_id == study_id,
-    )
-    left_out = aggregate(
-        func.count(AnalysisExclusion.id).label("n"),
-        func.max(AnalysisExclusion.id).label("last"),
-        where=AnalysisExclusion.study_id == study_id,
-    )
-    row = session.execute(
-        select(
-            Study.created_at,
-            Study.kind,
-            Study.overlap,
-            Study.settings,
-            votes.c.n,
-            votes.c.last,
-            judged.c.n,
-            judged.c.last,
-            items.c.n,
-            items.c.extra,
-            items.c.included,
-            items.c.n_pi,
-            items.c.pi,
-            items.c.last,
-            items.c.extra_by_id,
-            items.c.included_by_id,
-            items.c.pi_by_id,
-            members.c.n,
-            members.c.ids,
-            members.c.added,
-            left_out.c.n,
-            left_out.c.last,
-            items.c.k,
-            items.c.k_by_id,
-        )
-        .select_from(Study)
-        .join(votes, true())
-        .join(judged, true())
-        .join(items, true())
-        .join(members, true())
-        .join(left_out, true())
-        .where(Study.id == study_id)
-    ).one_or_none()
-    if row is None:
-        raise ValueError(f"no study with id {study_id}")
-    created, kind, overlap, settings, *numbers = row
-    analysed = {k: v for k, v in (settings or {}).items() if k not in NOT_ANALYSED}
-    counts = Counts(*numbers)
-    counts = counts._replace(**{name: _digits(getattr(counts, name)) for name in ("pi", "pi_by_id")})  # the sums of π
-    gold = session.execute(
-        select(Item.id, Item.gold).where(Item.study_id == study_id, Item.gold.is_not(None)).order_by(Item.id)
-    ).all()
-    fingerprint = json.dumps([analysed, [[i, g] for i, g in gold if g]], sort_keys=True, default=str)
-    return Inputs(created, kind, overlap, hashlib.sha256(fingerprint.encode()).hexdigest(), counts)
-
-
-def _digits(value) -> float | None:
-    """A float sum to 12 significant digits: the same on every look, whatever order the database adds in."""
-    return None if value is None else float(f"{float(value):.12g}")
-
-
-def analysis_key(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None) -> AnalysisKey:
-    """The cache's key: the database, the study, the analysis settings and condition, and the
-    study's :func:`inputs_version`."""
-    with read_session(engine) as session:
-        version = inputs_version(session, study_id)
-    return AnalysisKey(engine.url.render_as_string(hide_password=False), study_id, settings, condition, version)
-
-
-def analyse_afresh(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
-    """``annotate.study_data``'s analysis without the annotators left out of it (:func:`leave_out_excluded`),
-    computed afresh (no access check: :func:`study_analysis` and ``annotate.analysis_jobs`` make it)."""
-    with read_session(engine) as session:
-        data = study_data.read_study(session, study_id)
-        leave_out_excluded(session, data, study_id)
-    return data.analyser(settings, condition, progress)
-
-
-def study_analysis(
-    engine: Engine,
-    user: Annotator,
-    study_id: int,
-    settings: AnalysisSettings,
-    *,
-    condition: str | None = None,
-    progress: Progress | None = None,
-) -> dict:
-    """The study's analysis without the excluded annotators (:func:`analyse_afresh`), computed once per
-    study state and settings (admin only; checked on every call).
-
-    The result is shared: callers must not change it."""
-    require_admin(user)
-    key = analysis_key(engine, study_id, settings, condition)
-    found = cached(key)
-    return found if found is not None else compute(engine, key, progress)
-
-
-def cached(key: AnalysisKey) -> dict | None:
-    """The analysis under ``key`` (:func:`analysis_key`) if this process has computed it."""
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    return None
-
-
-def newest(key: AnalysisKey) -> dict | None:
-    """The newest analysis computed for ``key``'s study, settings and condition, whatever the study's
-    inputs were then (its ``n_votes`` says on how many votes): what the Analysis page shows while the
-    current one is computed (``annotate.analysis_jobs``)."""
-    with _CACHE_LOCK:
-        return _NEWEST.get(key.slot)
-
-
-def compute(engine: Engine, key: AnalysisKey, progress: Progress | None = None) -> dict:
-    """Compute the analysis ``key`` names and keep it in the cache (no access check: callers make it)."""
-    return keep(key, analyse_afresh(engine, key.study_id, key.settings, key.condition, progress))
-
-
-def computed_at(result: dict | None) -> float | None:
-    """When (``time.time()``) this process computed or received ``result`` (None: unknown)."""
-    with _CACHE_LOCK:
-        found = _STAMPS.get(id(result))
-    return found[1] if found is not None and found[0] is result else None
-
-
-def keep(key: AnalysisKey, result: dict) -> dict:
-    """Keep ``result``, the analysis ``key`` names (computed here or in the analysis process), in the cache."""
-    with _CACHE_LOCK:
-        _STAMPS[id(result)] = (result, time.time())
-        # Only the newest state of a study is kept per settings (issue 37: the soak's server kept 32
-        # analyses of one study at fewer votes, a megabyte or more each): its inputs only move on.
-        for older in [k for k in _CACHE if k.slot == key.slot and k != key]:
-            del _CACHE[older]
-        _CACHE[key] = result
-        while len(_CACHE) > CACHE_ENTRIES:
-            _CACHE.popitem(last=False)
-        _NEWEST[key.slot] = result  # first answers (``AnalysisKey.first``) have settings of their own: a slot of their own
-        while len(_NEWEST) > CACHE_ENTRIES:
-            _NEWEST.pop(next(iter(_NEWEST)))
-        live = {id(r) for r in _CACHE.values()} | {id(r) for r in _NEWEST.values()}
-        for gone in [i for i in _STAMPS if i not in live]:  # a stamp must not keep a dropped result alive
-            del _STAMPS[gone]
-    return result
-
-
-def clear_cache() -> None:
-    with _CACHE_LOCK:
-        _CACHE.clear()
-        _NEWEST.clear()
-        _STAMPS.clear()
+def clear_cache(engine: Engine | None = None) -> None:
+    """Forget the annotator quality and the analyses this process holds (``analysis_cache.clear``: with
+    ``engine``, the database's stored analyses too)."""
+    with _QUALITY_LOCK:
         _QUALITY.clear()
+    analysis_cache.clear(engine)

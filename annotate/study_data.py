@@ -2,9 +2,11 @@
 
 ``read_study`` reads a study once into plain data (``exports.study.StudyData``): items, votes, the
 kind's dialogues, adjudications, and an analyser bound to the study's kind; ``analyse`` is its
-analysis.  The study as the writers take it, with its progress report (``annotate.reports.load_study``),
-and the analysis cache that keeps one analysis per study state and settings
-(``annotate.reports.study_analysis``) are ``annotate.reports``'s: they sit above this module.
+analysis; ``analyse_afresh`` is the analysis the pages, the exports and the report show: without the
+annotators an admin left out of it (``exclusions``, recorded and reversible).  The study as the writers
+take it, with its progress report, is ``annotate.reports.load_study``; the analysis cache that keeps one
+analysis per study state and settings is ``annotate.analysis_cache``, filled by ``annotate.analysis_jobs``:
+they sit above this module.
 
 No permission check in ``read_study``: the CLIs run with the database's own credentials, and the
 app reaches it only through functions that check the admin role (here and in ``annotate.service``).
@@ -12,13 +14,17 @@ app reaches it only through functions that check the admin role (here and in ``a
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, func, select
+from dataclasses import asdict, dataclass, replace
 
+from sqlalchemy import Engine, func, select, true
+from sqlalchemy.orm import Session
+
+from annotate import crowd
 from annotate.auth import require_admin
 from annotate.kinds import analyse as analyse_kind
 from annotate.kinds import get_kind
 from annotate.store.db import read_session
-from annotate.store.models import Annotator, CrowdWorker, Item, Study, VoteEvent
+from annotate.store.models import AnalysisExclusion, Annotator, CrowdWorker, Item, Study, VoteEvent
 from annotate.votes import vote_rows
 from exports.study import ItemRecord, StudyData
 from formats.tidy import VoteTable, read_votes, votes_from_rows
@@ -283,8 +289,90 @@ def analyse(
     progress: Progress | None = None,
 ) -> dict:
     """Everything the analysis page shows (admin only); ``progress(fraction, text)`` is called between steps.
-    Computed afresh: ``annotate.reports.study_analysis`` keeps it per study state and settings."""
+    Computed afresh, every annotator's votes counted (the pages show :func:`analyse_afresh`)."""
     require_admin(user)
     with read_session(engine) as session:
         data = read_study(session, study_id)
+    return data.analyser(settings, condition, progress)
+
+
+# --- annotators left out of the analysis ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """An annotator an admin left out of a study's analysis (the latest event of theirs is an
+    exclusion): their name as the exports show it, who excluded them, when (ISO, to the second), why."""
+
+    annotator: str
+    by: str
+    at: str
+    reason: str
+
+
+def exclusions(session: Session, study_id: int) -> list[Exclusion]:
+    """The annotators left out of the study's analysis now, in the order they were excluded."""
+    latest = (
+        select(func.max(AnalysisExclusion.id))
+        .where(AnalysisExclusion.study_id == study_id)
+        .group_by(AnalysisExclusion.annotator_id)
+    )
+    rows = session.execute(
+        select(Annotator.name, AnalysisExclusion.by, AnalysisExclusion.at, AnalysisExclusion.reason)
+        .join(Annotator, Annotator.id == AnalysisExclusion.annotator_id)
+        .where(AnalysisExclusion.id.in_(latest), AnalysisExclusion.excluded == true())
+        .order_by(AnalysisExclusion.id)
+    ).all()
+    shown = crowd.display_names(session, study_id)
+    return [Exclusion(shown.get(name, name), by, at.isoformat(timespec="seconds"), reason or "") for name, by, at, reason in rows]
+
+
+def exclusion_note(excluded: list[Exclusion]) -> str:
+    """The sentence the analysis, its exports and the report carry.
+
+    >>> exclusion_note([Exclusion("ann7", "admin", "2026-11-24T06:10:00", "spammer")])
+    'excluded from the analysis: ann7 (by admin, 2026-11-24: spammer); their votes stay in the store and in the votes exports'
+    """
+    parts = [f"{e.annotator} (by {e.by}, {e.at[:10]}{': ' + e.reason if e.reason else ''})" for e in excluded]
+    return "excluded from the analysis: " + ", ".join(parts) + "; their votes stay in the store and in the votes exports"
+
+
+def leave_out_excluded(session: Session, data: StudyData, study_id: int) -> list[Exclusion]:
+    """Bind the study's analyser to the votes of the annotators not excluded, and make it say who was
+    left out (a note in the agreement, model labels and correlation sections, and ``excluded`` in the
+    result).  ``data.votes`` and ``data.history`` stay whole: the votes exports are the store's data."""
+    excluded = exclusions(session, study_id)
+    if not excluded or data.analyser is None:
+        return excluded
+    names = {e.annotator for e in excluded}
+    kept = replace(data, votes=[v for v in data.votes if v["annotator"] not in names], history=[])
+    kind = get_kind(data.kind)
+    extra = any(i.extra for i in data.items)
+    first_seen = first_vote_order(session, study_id) if extra and kind.dialogues is not None else None
+    inner = bind_analyser(kept, kind, first_seen)
+    note = exclusion_note(excluded)
+    listed = [asdict(e) for e in excluded]
+    n_left_out = len(data.votes) - len(kept.votes)
+
+    def analyser(settings, condition=None, progress=None):
+        result = inner(settings, condition, progress)
+        result["excluded"] = {"annotators": listed, "votes_left_out": n_left_out, "note": note}
+        for section in ("agreement", "correlation", "design"):
+            if isinstance(result.get(section), dict):
+                result[section]["notes"] = [*result[section].get("notes", []), note]
+        for found in (result.get("model_labels") or {}).values():
+            found["notes"] = [*found.get("notes", []), note]
+        return result
+
+    data.analyser = analyser
+    return excluded
+
+
+def analyse_afresh(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
+    """The study's analysis without the annotators left out of it (:func:`leave_out_excluded`), computed
+    afresh (no access check: ``annotate.analysis_jobs`` computes it for the pages, the exports and the
+    report, and keeps it in ``annotate.analysis_cache``)."""
+    with read_session(engine) as session:
+        data = read_study(session, study_id)
+        leave_out_excluded(session, data, study_id)
     return data.analyser(settings, condition, progress)

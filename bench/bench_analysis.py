@@ -115,7 +115,10 @@ def child(args) -> dict:
     has_jobs = (Path.cwd() / "annotate" / "analysis_jobs.py").exists()
     from annotate import reports
 
-    reports.clear_cache()  # as if the votes had just arrived: nothing of them computed yet
+    try:  # as if the votes had just arrived: nothing of them computed yet (kept in the database since issue 39)
+        reports.clear_cache(engine)
+    except TypeError:
+        reports.clear_cache()
     if has_jobs:  # the votes' analysis, computed in the background while nobody looks
         from annotate import analysis_jobs
 

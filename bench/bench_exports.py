@@ -6,7 +6,7 @@ The demo satisfaction study (10 dialogues) with 3 annotators' votes, on SQLite. 
 clears the shared analysis cache before every export, which is what every export cost before the
 cache (each redid agreement, correlation and λ calibration with their bootstraps); "shared" runs
 the same exports in a row on one cache, as the app does for the page, the exports and the
-report (annotate.reports.study_analysis).  Default settings: 1,000 bootstrap resamples, 5 folds,
+report (annotate.analysis_jobs.study_analysis).  Default settings: 1,000 bootstrap resamples, 5 folds,
 a 501-point λ grid.
 """
 
@@ -46,11 +46,11 @@ def main() -> None:
 
     per_export = {}
     for fmt in FORMATS:
-        clear_cache()
+        clear_cache(engine)
         start = time.perf_counter()
         service.export(engine, admin, study.id, fmt)
         per_export[fmt] = time.perf_counter() - start
-    clear_cache()
+    clear_cache(engine)
     shared = {}
     for fmt in FORMATS:
         start = time.perf_counter()

@@ -146,6 +146,12 @@ class Settings:
     analysis_process: bool = _setting(
         "ANALYSIS_PROCESS", _switch, True, "compute analyses in a process of their own at a lower CPU priority (0: a thread)"
     )
+    analysis_lease_seconds: float = _setting(
+        "ANALYSIS_LEASE_SECONDS",
+        _number,
+        60.0,
+        "an app server computing an analysis holds it this long, renewed as it runs; others wait, then take over",
+    )
     api_port: int = _setting("API_PORT", _whole, 8600, "the HTTP API's port, as the Annotators page shows it (`serve` sets it)")
     public_url: str = _setting("PUBLIC_URL", _text, "", "the app's address as people reach it, for join links (behind a proxy)")
     trusted_proxies: str = _setting(

@@ -1,7 +1,7 @@
-"""What the Analysis and Progress pages read, through the door: the cached analysis (``annotate.reports``,
-kept current in the background by ``annotate.analysis_jobs``), progress and allocation status, the
-annotators left out of the analysis (recorded, reversible), annotator quality, adjudication and
-automatic judges.
+"""What the Analysis and Progress pages read, through the door: the analysis (``annotate.analysis_jobs``:
+computed once per study state and settings, in the background, kept in ``annotate.analysis_cache``),
+progress and allocation status, the annotators left out of the analysis (recorded, reversible),
+annotator quality, adjudication and automatic judges.
 
 The analysis stack is imported by the functions that run it (``annotate.reports``, ``annotate.study_data``):
 ``start_background_analysis`` is on the login path, which stays light (issue 36).
@@ -24,6 +24,7 @@ from annotate.studies import StudyError
 
 if TYPE_CHECKING:
     from annotate import reports
+    from annotate.study_data import Exclusion
     from metrics.analysis import AnalysisSettings
 
 
@@ -32,7 +33,7 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     projected to reach the target; a study whose target width is reached is closed here (archived;
     ``closed_now`` says so).
 
-    The interval is the Analysis page's own: the same cached analysis (``reports.study_analysis``),
+    The interval is the Analysis page's own: the same analysis (``analysis_jobs.study_analysis``),
     with the study's stored settings and the system (condition) the page opens with; ``progress`` as
     there (called only when it is computed)."""
     from annotate import reports
@@ -44,7 +45,7 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     if KINDS[kind].rates_metrics:  # a main question to estimate (annotate.reports)
         conditions = study_conditions(engine, user, study_id)
         condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
-        analysis = reports.study_analysis(
+        analysis = analysis_jobs.study_analysis(
             engine, user, study_id, study_settings(engine, user, study_id), condition=condition, progress=progress
         )
     with read_session(engine) as session:
@@ -69,14 +70,14 @@ def _voter(session, study_id: int, name: str) -> Annotator:
 
 
 def _set_excluded(engine: Engine, user: Annotator, study_id: int, name: str, excluded: bool, reason: str) -> bool:
-    from annotate import reports
+    from annotate.study_data import exclusions
 
     require_admin(user)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
         annotator = _voter(session, study_id, name)
         name = crowd.display_names(session, study_id).get(annotator.name, annotator.name)  # as exclusions name them
-        now = {e.annotator for e in reports.exclusions(session, study_id)}
+        now = {e.annotator for e in exclusions(session, study_id)}
         if (name in now) == excluded:
             return False
         session.add(
@@ -103,13 +104,13 @@ def include_annotator(engine: Engine, user: Annotator, study_id: int, name: str,
     return _set_excluded(engine, user, study_id, name, False, reason.strip())
 
 
-def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[reports.Exclusion]:
+def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[Exclusion]:
     """The annotators left out of the study's analysis now: who, by whom, when, why."""
-    from annotate import reports
+    from annotate.study_data import exclusions
 
     require_admin(user)
     with read_session(engine) as session:
-        return reports.exclusions(session, study_id)
+        return exclusions(session, study_id)
 
 
 def annotator_quality(engine: Engine, user: Annotator, study_id: int) -> list[reports.AnnotatorQuality]:
@@ -137,13 +138,11 @@ def study_analysis(
     condition: str | None = None,
     progress=None,
 ) -> dict:
-    """Everything the Analysis page shows, from the analysis cache (``reports.study_analysis``: one
+    """Everything the Analysis page shows (``analysis_jobs.study_analysis``: one
     computation per study state and settings); ``progress(fraction, text)`` is called between steps
     when it is computed.  The result is shared: callers must not change it.  The study is wanted: the
     background keeps its analysis current for a while (``analysis_jobs.want``, issue 38)."""
-    from annotate import reports
-
-    found = reports.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
+    found = analysis_jobs.study_analysis(engine, user, study_id, settings, condition=condition, progress=progress)
     analysis_jobs.want(engine, study_id)
     return found
 

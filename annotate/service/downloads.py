@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from annotate import assignment, studies, votes
+from annotate import analysis_jobs, assignment, studies, votes
 from annotate.auth import require_admin
 from annotate.service.studies import study_settings
 from annotate.store.db import read_session, write_session
@@ -78,13 +78,13 @@ def export(
     condition: str | None = None,
 ) -> tuple[bytes, str]:
     """One export format of a study as a download: (bytes, file name); several files come zipped.
-    The analysis is the cached one (``reports.study_analysis``), shared with the Analysis page."""
+    The analysis is the shared one (``analysis_jobs.study_analysis``), as the Analysis page's."""
     require_admin(user)
     from annotate import reports
 
     settings = settings or study_settings(engine, user, study_id)
     data = reports.load_study(engine, study_id, history=history)
-    shared = lambda chosen: reports.study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
+    shared = lambda chosen: analysis_jobs.study_analysis(engine, user, study_id, settings, condition=chosen)  # noqa: E731
     return as_download(write(data, fmt, settings, history=history, condition=condition, analysis=shared))
 
 

@@ -297,3 +297,24 @@ class ApiRequest(Base):
     status: Mapped[int] = mapped_column(Integer, default=200)
     response: Mapped[dict] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class AnalysisResult(Base):
+    """A study's analysis as an app server computed it, shared by every app server of the database
+    (``annotate.analysis_cache``, issue 39): one row per slot (study, analysis settings, condition),
+    holding the newest result (``digest``: the whole key, the study's inputs included) and the lease of
+    the server computing the next one (``running_*``), so that two servers compute an analysis once.
+    The payload is a compressed pickle of plain values (dicts, lists, numbers, strings) and is loaded
+    with no class or function allowed; a row is only a cache: deleting it costs a recomputation."""
+
+    __tablename__ = "analysis_results"
+
+    slot: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of (study, settings, condition)
+    study_id: Mapped[int] = mapped_column(ForeignKey("studies.id", ondelete="CASCADE"), index=True)
+    digest: Mapped[str | None] = mapped_column(String(64), nullable=True)  # SHA-256 of the whole key of the payload
+    payload: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
+    votes: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the vote events the payload was computed on
+    computed_at: Mapped[float | None] = mapped_column(Float, nullable=True)  # time.time() of its computation
+    running_digest: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the key being computed
+    running_until: Mapped[float | None] = mapped_column(Float, nullable=True)  # the lease's end (time.time())
+    running_by: Mapped[str] = mapped_column(String(200), default="")  # host and process computing it

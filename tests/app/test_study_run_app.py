@@ -39,7 +39,7 @@ def test_analysis_page_twice_with_the_same_settings(app_db):
 
 
 def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_db, monkeypatch):
-    import annotate.reports as analysis_module  # reports.analyse_afresh: the computation the cache keeps
+    import annotate.study_data as analysis_module  # study_data.analyse_afresh: the computation the cache keeps
 
     monkeypatch.setenv("DST_JUDGE_ANALYSIS_PROCESS", "0")  # in this process, where the patch below reaches
     engine = get_engine(app_db)
