@@ -151,6 +151,25 @@ def test_the_service_is_one_door():
     assert all(hasattr(service, name) for name in service.__all__)
 
 
+def test_the_analysis_path_runs_one_way():
+    """Issue 39, item 2: page -> service -> analysis_jobs -> analysis_cache -> study_data -> metrics, never
+    back: the cache imports nothing that computes or reports, the jobs nothing of the reports, and
+    the reports, the study data and the cache nothing of the jobs (at module level or inside a function)."""
+    below = {
+        "analysis_cache": {"annotate.analysis_jobs", "annotate.reports", "annotate.study_data", "annotate.service"},
+        "analysis_jobs": {"annotate.reports", "annotate.service"},
+        "reports": {"annotate.analysis_jobs", "annotate.service"},
+        "study_data": {"annotate.analysis_jobs", "annotate.analysis_cache", "annotate.reports", "annotate.service"},
+    }
+    wrong = [
+        f"annotate/{name}.py imports {module}"
+        for name, banned in below.items()
+        for module, _ in _module_imports(REPO / "annotate" / f"{name}.py")
+        if any(module == b or module.startswith(b + ".") for b in banned)
+    ]
+    assert wrong == []
+
+
 def _module_imports(path) -> list[tuple[str, list[str]]]:
     """(module, names) of every ``from X import a, b`` (module level and inside functions) of ``path``;
     ``from metrics import adaptive`` is module ``metrics.adaptive``."""
