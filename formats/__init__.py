@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from formats import coco_eval, dstc, fga_json, fga_text, trade_dials, trade_predictions
 from formats.dialogue import Dialogue
@@ -25,7 +26,7 @@ OTHER_JSON = {coco_eval.FORMAT: coco_eval, dstc.FORMAT: dstc}
 __all__ = ["FORMATS", "ReaderError", "detect_format", "load_dialogues", "read_file", "read_file_detected"]
 
 
-def detect_format(path: str | os.PathLike, text: str):
+def detect_format(path: str | os.PathLike[str], text: str) -> tuple[str, Any]:
     """The format name and, for JSON formats, the parsed document."""
     if fga_text.sniff(text):
         return fga_text.FORMAT, None
@@ -39,12 +40,14 @@ def detect_format(path: str | os.PathLike, text: str):
     raise ReaderError(path, "", f"unknown JSON layout (known formats: {', '.join((*FORMATS, *OTHER_JSON))})")
 
 
-def read_file(path: str | os.PathLike, fmt: str | None = None, data: bytes | None = None) -> list[Dialogue]:
+def read_file(path: str | os.PathLike[str], fmt: str | None = None, data: bytes | None = None) -> list[Dialogue]:
     """Read one file (``data`` may hold its bytes, e.g. from an upload)."""
     return read_file_detected(path, fmt, data)[1]
 
 
-def read_file_detected(path: str | os.PathLike, fmt: str | None = None, data: bytes | None = None) -> tuple[str, list[Dialogue]]:
+def read_file_detected(
+    path: str | os.PathLike[str], fmt: str | None = None, data: bytes | None = None
+) -> tuple[str, list[Dialogue]]:
     """:func:`read_file`, with the format the file was read as (detected unless ``fmt`` is given)."""
     if fmt is not None and fmt not in FORMATS:
         raise ReaderError(path, "", f"unknown format {fmt!r} (known formats: {', '.join(FORMATS)})")
@@ -53,17 +56,18 @@ def read_file_detected(path: str | os.PathLike, fmt: str | None = None, data: by
     return detected, _read_detected(path, text, detected, document)
 
 
-def _read_detected(path: str | os.PathLike, text: str, detected: str, document) -> list[Dialogue]:
+def _read_detected(path: str | os.PathLike[str], text: str, detected: str, document: Any) -> list[Dialogue]:
     if detected in OTHER_JSON:
         raise ReaderError(path, "", f"is a {detected} file, which holds no predicted belief states")
     if detected == fga_text.FORMAT:
         return fga_text.read(path, text.encode("utf-8"))
     if document is None:
         document = parse_json(path, text)
-    return JSON_READERS[detected].read(path, document=document)
+    dialogues: list[Dialogue] = JSON_READERS[detected].read(path, document=document)
+    return dialogues
 
 
-def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
+def expand_paths(paths: list[str | os.PathLike[str]]) -> list[Path]:
     """Files as given; folders become their .json / .txt files, sorted."""
     files: list[Path] = []
     for raw in paths:
@@ -75,7 +79,7 @@ def expand_paths(paths: list[str | os.PathLike]) -> list[Path]:
     return files
 
 
-def load_dialogues(paths: list[str | os.PathLike], fmt: str | None = None) -> list[Dialogue]:
+def load_dialogues(paths: list[str | os.PathLike[str]], fmt: str | None = None) -> list[Dialogue]:
     """Dialogues of every file, in order.  A dialogue id seen twice is an error."""
     dialogues: list[Dialogue] = []
     seen: dict[str, str] = {}

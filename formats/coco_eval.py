@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from formats.errors import ReaderError, expect, parse_json, read_text
 from formats.references import number
@@ -31,11 +32,11 @@ class CocoTurn:
     success: bool | None
 
 
-def sniff(document) -> bool:
+def sniff(document: Any) -> bool:
     return isinstance(document, dict) and any(k in document for k in SUMMARY_KEYS)
 
 
-def _label(value, path, place: str, key: str) -> tuple[tuple[str, str], ...]:
+def _label(value: Any, path: str | os.PathLike[str], place: str, key: str) -> tuple[tuple[str, str], ...]:
     ok = isinstance(value, list) and all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) and "-" in p[0] for p in value
     )
@@ -46,7 +47,7 @@ def _label(value, path, place: str, key: str) -> tuple[tuple[str, str], ...]:
 def split_key(
     key: str,
     dialogue_ids: set[str],
-    path,
+    path: str | os.PathLike[str],
 ) -> tuple[str, int]:
     """``"PMUL4648.json3"`` -> ``("PMUL4648.json", 3)`` using the known dialogue ids."""
     matches = [d for d in dialogue_ids if key.startswith(d) and number(key[len(d) :]) is not None]
@@ -57,10 +58,12 @@ def split_key(
     if len(matches) > 1:
         raise ReaderError(path, f"key {key!r}", f"ambiguous: could be any of {sorted(matches)}")
     dialogue_id = matches[0]
-    return dialogue_id, number(key[len(dialogue_id) :])
+    turn = number(key[len(dialogue_id) :])
+    assert turn is not None  # every match above has a turn number
+    return dialogue_id, turn
 
 
-def read(path: str | os.PathLike, dialogue_ids: set[str], data: bytes | None = None, document=None) -> list[CocoTurn]:
+def read(path: str | os.PathLike[str], dialogue_ids: set[str], data: bytes | None = None, document: Any = None) -> list[CocoTurn]:
     if document is None:
         document = parse_json(path, read_text(path, data))
     expect(isinstance(document, dict), path, "", "expected a JSON object keyed by dialogue id + turn index")

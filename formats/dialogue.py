@@ -7,7 +7,9 @@ imports numpy, Streamlit or a database, so readers and metrics stay lean.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 Triplet = tuple[str, str, str]
 BeliefState = frozenset[Triplet]
@@ -55,7 +57,7 @@ class Dialogue:
         return bool(self.turns) and all(turn.pred is not None for turn in self.turns)
 
 
-def state_from_nested(nested: dict, *, where: str = "") -> BeliefState:
+def state_from_nested(nested: dict[str, Any], *, where: str = "") -> BeliefState:
     """``{domain: {slot: value}}`` -> frozenset of triplets; raises ValueError on wrong types."""
     if not isinstance(nested, dict):
         raise ValueError(f"{where}a belief state must be a dict of domains, got {type(nested).__name__}")
@@ -70,7 +72,7 @@ def state_from_nested(nested: dict, *, where: str = "") -> BeliefState:
     return frozenset(triplets)
 
 
-def state_from_triplets(triplets) -> BeliefState:
+def state_from_triplets(triplets: Iterable[Any]) -> BeliefState:
     """Triplets -> state; a belief state holds one value per domain-slot, so two
     different values for one domain-slot are an error (ValueError)."""
     state = frozenset(triplets)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formats.errors import ReaderError, expect, parse_json, read_text
 
@@ -61,11 +62,11 @@ class DstcSession:
     turns: list[DstcTurn] = field(default_factory=list)
 
 
-def sniff(document) -> bool:
+def sniff(document: Any) -> bool:
     return isinstance(document, dict) and "session-id" in document and isinstance(document.get("turns"), list)
 
 
-def _acts(value, path, place: str) -> list[Act]:
+def _acts(value: Any, path: str | os.PathLike[str], place: str) -> list[Act]:
     expect(isinstance(value, list), path, place, "dialog acts must be a list")
     acts = []
     for entry in value:
@@ -84,7 +85,7 @@ def find_file(folder: Path, names: tuple[str, ...]) -> Path | None:
     return None
 
 
-def read_log(path: str | os.PathLike, data: bytes | None = None, document=None) -> DstcSession:
+def read_log(path: str | os.PathLike[str], data: bytes | None = None, document: Any = None) -> DstcSession:
     if document is None:
         document = parse_json(path, read_text(path, data))
     expect(sniff(document), path, "", "not a DSTC log: expected an object with 'session-id' and 'turns'")
@@ -117,7 +118,7 @@ def read_log(path: str | os.PathLike, data: bytes | None = None, document=None) 
     return session
 
 
-def read_labels(path: str | os.PathLike, data: bytes | None = None) -> dict:
+def read_labels(path: str | os.PathLike[str], data: bytes | None = None) -> dict[str, Any]:
     """A label file as parsed JSON, checked for the App. B shape."""
     document = parse_json(path, read_text(path, data))
     expect(isinstance(document, dict) and isinstance(document.get("turns"), list), path, "", "not a DSTC label file")
@@ -131,10 +132,11 @@ def read_labels(path: str | os.PathLike, data: bytes | None = None) -> dict:
         for label in turn.get("slu-labels", []):
             ok = isinstance(label, dict) and isinstance(label.get("slots"), dict) and label.get("label") in (True, False, None)
             expect(ok, path, f"{place} slu-labels", "each label needs 'slots' (object) and 'label' true/false/null")
-    return document
+    labels: dict[str, Any] = document
+    return labels
 
 
-def read_session(folder: str | os.PathLike) -> DstcSession:
+def read_session(folder: str | os.PathLike[str]) -> DstcSession:
     """A call folder: the log, and the labels when present (turns must line up)."""
     folder = Path(folder)
     log_path = find_file(folder, LOG_NAMES)
@@ -157,7 +159,7 @@ def read_session(folder: str | os.PathLike) -> DstcSession:
     return session
 
 
-def session_folders(paths: list[str | os.PathLike]) -> list[Path]:
+def session_folders(paths: list[str | os.PathLike[str]]) -> list[Path]:
     """Call folders under the paths (a path may be a call folder or hold many)."""
     folders: list[Path] = []
     for raw in paths:
@@ -180,7 +182,7 @@ AUDIO_TYPES = {".wav": "audio/wav", ".flac": "audio/flac", ".mp3": "audio/mpeg",
 MAX_AUDIO_BYTES = 20 * 1024 * 1024  # a DSTC2 turn is a few seconds of 8 kHz audio (tens of kB)
 
 
-def read_audio(folder: str | os.PathLike, name: str) -> tuple[str, str, bytes] | None:
+def read_audio(folder: str | os.PathLike[str], name: str) -> tuple[str, str, bytes] | None:
     """A turn's recording named in the log (``input.audio-file``), when the call folder holds it:
     (file name, MIME type, bytes).  None when there is no such file (the DSTC2 release ships the audio
     apart from the logs) or its type is not one a browser plays.  Only a plain file name inside the

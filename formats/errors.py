@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from formats.settings import settings
 
@@ -31,7 +32,7 @@ MAX_FIELD_CHARS = 20_000
 class ReaderError(ValueError):
     """Bad input: the message names the file and the place (line or key)."""
 
-    def __init__(self, path: str | os.PathLike, place: str, message: str):
+    def __init__(self, path: str | os.PathLike[str], place: str, message: str):
         self.path = str(path)
         self.place = place
         self.message = message
@@ -43,7 +44,7 @@ def max_file_bytes() -> int:
     return int(settings().max_file_mb * 1024 * 1024)
 
 
-def read_text(path: str | os.PathLike, data: bytes | None = None) -> str:
+def read_text(path: str | os.PathLike[str], data: bytes | None = None) -> str:
     """The file's text as UTF-8; refuses huge files and names the line of a bad byte."""
     if data is None:
         try:
@@ -102,7 +103,7 @@ def json_values(text: str, cap: int) -> int:
     return quick - inside
 
 
-def parse_json(path: str | os.PathLike, text: str):
+def parse_json(path: str | os.PathLike[str], text: str) -> Any:
     """json.loads with the file, line and column in the message; a document with more than
     ``max_json_values()`` values is refused before it is parsed (memory stays bounded)."""
     if not text.strip():
@@ -130,14 +131,14 @@ def too_long(size: int) -> str:
     return f"a text of {size:,} characters: one field holds at most {MAX_FIELD_CHARS:,}"
 
 
-def check_field(path: str | os.PathLike, place: str, text: str) -> str:
+def check_field(path: str | os.PathLike[str], place: str, text: str) -> str:
     """``text``, or a ReaderError naming ``path`` and ``place`` when it is over ``MAX_FIELD_CHARS``."""
     if len(text) > MAX_FIELD_CHARS:
         raise ReaderError(path, place, too_long(len(text)))
     return text
 
 
-def _has_long_text(document, cap: int) -> bool:
+def _has_long_text(document: Any, cap: int) -> bool:
     """Whether a string or a key of the parsed JSON document is longer than ``cap`` (one pass, no
     recursion: a tenth of the parse's time)."""
     stack = [document]
@@ -156,7 +157,7 @@ def _has_long_text(document, cap: int) -> bool:
     return False
 
 
-def _long_text(document, cap: int) -> tuple[str, int]:
+def _long_text(document: Any, cap: int) -> tuple[str, int]:
     """The place of the first string or key longer than ``cap`` (a JSON path: ``[3].dialogue[2].transcript``)
     and its length; called once ``_has_long_text`` found one."""
     stack = [(document, "")]
@@ -175,12 +176,12 @@ def _long_text(document, cap: int) -> tuple[str, int]:
     return "", 0
 
 
-def expect(condition: bool, path: str | os.PathLike, place: str, message: str) -> None:
+def expect(condition: bool, path: str | os.PathLike[str], place: str, message: str) -> None:
     if not condition:
         raise ReaderError(path, place, message)
 
 
-def csv_rows(path: str | os.PathLike, text: str, required: set[str], what: str) -> Iterator[tuple[int, dict]]:
+def csv_rows(path: str | os.PathLike[str], text: str, required: set[str], what: str) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line, row)`` for each data row of a CSV text, header checked first.
 
     Quoted cells may hold line breaks (our exports quote a lone carriage return), so the text

@@ -51,6 +51,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from typing import Any
 
 from formats.dialogue import BeliefState, Dialogue, Turn, state_from_nested
 from formats.errors import ReaderError, check_field, read_text
@@ -64,7 +65,7 @@ def sniff(text: str) -> bool:
     return text.lstrip().startswith(HEADER)
 
 
-def _state(text: str, path, line_no: int) -> BeliefState:
+def _state(text: str, path: str | os.PathLike[str], line_no: int) -> BeliefState:
     text = text.strip()
     if text == "{{}}":
         return frozenset()
@@ -78,12 +79,12 @@ def _state(text: str, path, line_no: int) -> BeliefState:
         raise ReaderError(path, f"line {line_no}", str(err)) from None
 
 
-def read(path: str | os.PathLike, data: bytes | None = None) -> list[Dialogue]:
+def read(path: str | os.PathLike[str], data: bytes | None = None) -> list[Dialogue]:
     text = read_text(path, data)
     lines = text.splitlines()
     dialogue_id = None
     turns: list[Turn] = []
-    current: dict = {}
+    current: dict[str, Any] = {}
     current_line = 0
     last_key = ""
 

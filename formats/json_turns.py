@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import Any
 
 from formats.dialogue import BeliefState, Dialogue, Turn
 from formats.errors import ReaderError, expect
 
-TurnParser = Callable[[dict, str], tuple[BeliefState, BeliefState]]
+TurnParser = Callable[[dict[str, Any], str], tuple[BeliefState, BeliefState]]
 
 
-def read_keyed_turns(path: str | os.PathLike, document, parse_turn: TurnParser) -> list[Dialogue]:
+def read_keyed_turns(path: str | os.PathLike[str], document: Any, parse_turn: TurnParser) -> list[Dialogue]:
     """Dialogues from ``{dialogue: {turn: record}}``; turn keys may come in any order
     but must be 0..n-1 exactly."""
     expect(isinstance(document, dict), path, "", f"expected a JSON object of dialogues, got {type(document).__name__}")

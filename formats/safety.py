@@ -38,7 +38,7 @@ def _needs_apostrophe(text: str) -> bool:
     return _runs(text.lstrip("'"))
 
 
-def neutralise(value):
+def neutralise(value: object) -> object:
     if not isinstance(value, str) or not _needs_apostrophe(value):
         return value
     return "'" + value
@@ -51,5 +51,5 @@ def unneutralise(value: str) -> str:
     return value
 
 
-def neutralise_row(row: dict) -> dict:
+def neutralise_row(row: dict[str, object]) -> dict[str, object]:
     return {key: neutralise(value) for key, value in row.items()}

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 PREFIX = "DST_JUDGE_"
 PACKAGE_SAMPLE_DATA = Path(__file__).resolve().parent.parent / "annotate" / "sample_data"
@@ -87,11 +88,20 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser()
 
 
-_KIND = {_text: "text", _optional_text: "text", _whole: "integer", _number: "number", _seconds: "seconds", _switch: "0/1"}
+_KIND: dict[Callable[[str], object], str] = {
+    _text: "text",
+    _optional_text: "text",
+    _whole: "integer",
+    _number: "number",
+    _seconds: "seconds",
+    _switch: "0/1",
+}
 _KIND[_path] = "path"
 
 
-def _setting(name: str, parse: Callable[[str], object], default: object, doc: str, *, secret: bool = False, shown=None):
+def _setting(
+    name: str, parse: Callable[[str], object], default: object, doc: str, *, secret: bool = False, shown: str | None = None
+) -> Any:
     """A field read from ``DST_JUDGE_<name>``; ``shown`` is the default as the docs print it."""
     return field(
         default=default,
@@ -203,7 +213,7 @@ class Settings:
         return self.db or f"sqlite:///{self.data_dir / 'dst_judge.sqlite'}"
 
 
-def _fields():
+def _fields() -> list[Field[Any]]:
     return [f for f in fields(Settings) if f.metadata.get("env")]
 
 
@@ -240,7 +250,7 @@ class SettingRow:
     source: str = ""
 
 
-def _shown(f, value) -> str:
+def _shown(f: Field[Any], value: object) -> str:
     if value is None:
         return "unset"
     if value == "":

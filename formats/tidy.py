@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from formats.errors import ReaderError, csv_rows, read_text
 
@@ -55,9 +56,9 @@ class VoteTable:
         return [v for v in self.votes if v.question == question]
 
 
-def votes_from_rows(rows: Iterable[tuple], source: str = "") -> VoteTable:
+def votes_from_rows(rows: Iterable[tuple[Any, ...]], source: str = "") -> VoteTable:
     """Rows ``(item, annotator, question, value[, condition])`` → a table, last repeat wins."""
-    latest: dict[tuple, Vote] = {}
+    latest: dict[tuple[Any, str, str], Vote] = {}
     total = 0
     for row in rows:
         vote = Vote(*(str(part) for part in row))
@@ -68,7 +69,7 @@ def votes_from_rows(rows: Iterable[tuple], source: str = "") -> VoteTable:
     return VoteTable(votes, source, total - len(votes), questions)
 
 
-def read_votes(path: str | os.PathLike, *, default_question: str | None = None, data: bytes | None = None) -> VoteTable:
+def read_votes(path: str | os.PathLike[str], *, default_question: str | None = None, data: bytes | None = None) -> VoteTable:
     """A tidy CSV of votes (from ``path``, or from ``data`` named ``path``: an upload); a missing
     ``question`` column needs ``default_question``.
 

@@ -9,6 +9,7 @@ turn_label: [[domain-slot, value]], belief_state: [{"slots": [[domain-slot, valu
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from formats.dialogue import BeliefState, Dialogue, Turn, state_from_triplets
 from formats.errors import ReaderError, expect, parse_json, read_text
@@ -16,7 +17,7 @@ from formats.errors import ReaderError, expect, parse_json, read_text
 FORMAT = "trade-dials"
 
 
-def sniff(document) -> bool:
+def sniff(document: Any) -> bool:
     return (
         isinstance(document, list)
         and bool(document)
@@ -26,7 +27,7 @@ def sniff(document) -> bool:
     )
 
 
-def _pairs(pairs, path, place: str, key: str) -> list[tuple[str, str, str]]:
+def _pairs(pairs: Any, path: str | os.PathLike[str], place: str, key: str) -> list[tuple[str, str, str]]:
     expect(isinstance(pairs, list), path, place, f"{key} must be a list of [domain-slot, value] pairs")
     triplets = []
     for pair in pairs:
@@ -37,11 +38,11 @@ def _pairs(pairs, path, place: str, key: str) -> list[tuple[str, str, str]]:
     return triplets
 
 
-def turn_label(record: dict, path, place: str) -> BeliefState:
+def turn_label(record: dict[str, Any], path: str | os.PathLike[str], place: str) -> BeliefState:
     return frozenset(_pairs(record.get("turn_label", []), path, place, "turn_label"))
 
 
-def read(path: str | os.PathLike, data: bytes | None = None, document=None) -> list[Dialogue]:
+def read(path: str | os.PathLike[str], data: bytes | None = None, document: Any = None) -> list[Dialogue]:
     if document is None:
         document = parse_json(path, read_text(path, data))
     expect(isinstance(document, list), path, "", "expected a JSON list of dialogues")
@@ -63,7 +64,7 @@ def read(path: str | os.PathLike, data: bytes | None = None, document=None) -> l
             expect(lined_up, path, turn_place, f"turn_idx {index!r} does not line up (expected {position_in_dialogue})")
             for key in ("system_transcript", "transcript"):
                 expect(isinstance(record.get(key), str), path, turn_place, f"'{key}' must be a string")
-            gold: set = set()
+            gold: set[tuple[str, str, str]] = set()
             states = record.get("belief_state", [])
             expect(isinstance(states, list), path, turn_place, "'belief_state' must be a list")
             for state in states:

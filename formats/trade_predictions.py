@@ -9,6 +9,7 @@ unreachable ``X-none`` triplets: they are kept, as the authors' JGA counts them.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from formats.dialogue import BeliefState, Dialogue, split_dash_triplet, state_from_triplets
 from formats.errors import parse_json, read_text
@@ -18,11 +19,11 @@ from formats.json_turns import read_keyed_turns
 FORMAT = "trade-pred"
 
 
-def sniff(document) -> bool:
+def sniff(document: Any) -> bool:
     return first_turn_has(document, ("turn_belief", "pred_bs_ptr"))
 
 
-def _triplets(values, key: str) -> BeliefState:
+def _triplets(values: Any, key: str) -> BeliefState:
     if not isinstance(values, list):
         raise ValueError(f"{key} must be a list of 'domain-slot-value' strings")
     triplets = set()
@@ -36,14 +37,14 @@ def _triplets(values, key: str) -> BeliefState:
         raise ValueError(f"{key}: {err}") from None
 
 
-def _parse_turn(record: dict, place: str):
+def _parse_turn(record: dict[str, Any], place: str) -> tuple[BeliefState, BeliefState]:
     for key in ("turn_belief", "pred_bs_ptr"):
         if key not in record:
             raise ValueError(f"missing {key!r}")
     return _triplets(record["turn_belief"], "turn_belief"), _triplets(record["pred_bs_ptr"], "pred_bs_ptr")
 
 
-def read(path: str | os.PathLike, data: bytes | None = None, document=None) -> list[Dialogue]:
+def read(path: str | os.PathLike[str], data: bytes | None = None, document: Any = None) -> list[Dialogue]:
     if document is None:
         document = parse_json(path, read_text(path, data))
     return read_keyed_turns(path, document, _parse_turn)
