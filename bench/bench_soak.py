@@ -29,7 +29,8 @@ votes included), the actions done, the errors; the sessions at the end, their ma
 every tab was closed.
 
 ``--trace``: the server runs with a ``sitecustomize`` of this bench's own (on ``PYTHONPATH``, in the
-temporary folder; nothing in the repository changes) that starts ``tracemalloc`` (one frame: growth compared by line) and, on
+temporary folder; nothing in the repository changes) that starts ``tracemalloc`` (10 frames: growth compared
+by line, and by whole traceback for who called those lines) and, on
 SIGUSR1 (sent after warm-up, at the middle and at the end), writes the growth since the first snapshot
 by line and the object counts by type (``gc``) that grew most; the report gains ``trace``.  A snapshot
 is costly (on a loaded 2-core machine minutes, and hundreds of MB for a while): use it with few tabs,
@@ -95,7 +96,7 @@ import gc, os, signal, sys, threading, time, tracemalloc, json, collections
 # (``python -c ...``) is not traced, so its memory is not the tracer's
 OUT = os.environ.get("DST_SOAK_TRACE") if "streamlit" in sys.orig_argv else None
 if OUT:
-    tracemalloc.start(1)
+    tracemalloc.start(10)
 _base = {}
 def _types():
     return collections.Counter(type(o).__qualname__ for o in gc.get_objects())
@@ -107,10 +108,14 @@ def _dump(*_):
             _base["snap"], _base["types"] = snap, types
         # by line, not by traceback: grouped by 10-frame traceback the growth split into many small groups
         stats = snap.compare_to(_base["snap"], "lineno")[:25]
+        # and by whole traceback (10 frames), for who called the lines that grew
+        chains = snap.compare_to(_base["snap"], "traceback")[:12]
         grown = sorted(((n - _base["types"].get(t, 0), t, n) for t, n in types.items()), reverse=True)[:15]
         record = {"t": time.time(), "traced_mb": tracemalloc.get_traced_memory()[0] / 2**20,
                   "lines": [{"kb": round(s.size_diff / 1024, 1), "count": s.count_diff,
                              "where": [f"{f.filename}:{f.lineno}" for f in s.traceback[-4:]]} for s in stats],
+                  "chains": [{"kb": round(s.size_diff / 1024, 1), "count": s.count_diff,
+                              "where": [f"{f.filename}:{f.lineno}" for f in s.traceback]} for s in chains],
                   "types": [{"type": t, "grown": d, "now": n} for d, t, n in grown]}
         with open(OUT, "a") as f:
             f.write(json.dumps(record) + "\\n")
