@@ -434,6 +434,10 @@ def store(engine: Engine, key: AnalysisKey, result: dict) -> dict:
     payload = _pack(result)
     if payload is None:
         log.warning("analysis of study %s holds more than plain values: not shared", key.study_id)
+        try:  # the other servers compute it themselves, at once: never wait for a lease on nothing
+            release(engine, key)
+        except Exception:
+            log.warning("analysis lease of study %s not ended", key.study_id, exc_info=True)
         return result
     values = {
         "digest": key.digest,

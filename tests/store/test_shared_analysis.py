@@ -168,3 +168,20 @@ def test_a_stored_payload_that_names_a_function_is_never_run(engine, tmp_path):
     assert analysis_cache._unpack(zlib.compress(pickle.dumps({"a": [1, 2.5, "x", None, (3,)]}))) == {
         "a": [1, 2.5, "x", None, (3,)]
     }
+
+
+def test_a_result_that_cannot_be_shared_ends_its_lease(engine, tmp_path):
+    """A result holding more than plain values (here a datetime) stays in this process only, and the
+    lease taken to compute it ends at once: no other server waits for a result that will never come."""
+    from datetime import datetime
+
+    study, _ = _voted_study(engine, tmp_path, name="unshared")
+    key = analysis_cache.analysis_key(engine, study.id, AnalysisSettings(resamples=20, folds=0, grid=(0.0, 2.0, 5)), None)
+    assert analysis_cache.claim(engine, key)
+    [(digest, running, _, _)] = _rows(engine, study.id)
+    assert digest is None and running == key.digest
+    result = {"n_votes": 24, "when": datetime(2026, 11, 28)}
+    assert analysis_cache.store(engine, key, result) is result
+    [(digest, running, _, _)] = _rows(engine, study.id)
+    assert digest is None and running is None and analysis_cache.lease_lapsed(engine, key)
+    assert analysis_cache.cached(key) is result
