@@ -39,11 +39,13 @@ import pickletools
 import socket
 import threading
 import time
+import uuid
 import zlib
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from sqlalchemy import Engine, case, delete, func, insert, select, true, update
@@ -144,11 +146,30 @@ class AnalysisKey:
 
     @property
     def slot_digest(self) -> str:
-        return _sha([self.study_id, self.settings.to_dict(), self.condition])
+        return _sha([code_version(), self.study_id, self.settings.to_dict(), self.condition])
 
     @property
     def digest(self) -> str:
-        return _sha([self.study_id, self.settings.to_dict(), self.condition, list(self.inputs)])
+        return _sha([code_version(), self.study_id, self.settings.to_dict(), self.condition, list(self.inputs)])
+
+
+_CODE: list[str] = []
+
+
+def code_version() -> str:
+    """A hash of the code that makes an analysis (``metrics``, ``exports``, ``formats``, ``annotate/kinds``,
+    ``annotate/study_data.py``), read once per process: a result stored by another release is never
+    served as current (the table outlives a restart and an upgrade; servers mid-deploy differ)."""
+    if not _CODE:
+        root = Path(__file__).resolve().parent.parent
+        files = [*(root / "annotate" / "kinds").rglob("*.py"), root / "annotate" / "study_data.py"]
+        for package in ("metrics", "exports", "formats"):
+            files += (root / package).rglob("*.py")
+        digest = hashlib.sha256()
+        for path in sorted(files):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        _CODE.append(digest.hexdigest()[:16])
+    return _CODE[0]
 
 
 def _sha(value) -> str:
@@ -365,9 +386,16 @@ def _pack(result: dict) -> bytes | None:
     return zlib.compress(data, 1)
 
 
+MAX_UNPACKED = 512 * 2**20  # a stored analysis larger than this once decompressed is refused (a zlib bomb)
+
+
 def _unpack(payload: bytes) -> dict | None:
     try:
-        found = _PlainValues(io.BytesIO(zlib.decompress(payload))).load()
+        inflate = zlib.decompressobj()
+        data = inflate.decompress(payload, MAX_UNPACKED)
+        if inflate.unconsumed_tail:
+            raise ValueError(f"over {MAX_UNPACKED // 2**20} MB once decompressed")
+        found = _PlainValues(io.BytesIO(data)).load()
     except Exception as error:  # a payload that does not load is a miss, never an error
         log.warning("a stored analysis did not load (%s): computed again", error)
         return None
@@ -423,8 +451,11 @@ def fetch_newest(engine: Engine, key: AnalysisKey) -> dict | None:
         return _NEWEST[key.slot]
 
 
+_HOLDER = uuid.uuid4().hex[:12]  # this process, whatever host name and pid another process shares
+
+
 def _me() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{socket.gethostname()}:{os.getpid()}:{_HOLDER}"
 
 
 def store(engine: Engine, key: AnalysisKey, result: dict) -> dict:
@@ -462,6 +493,10 @@ def store(engine: Engine, key: AnalysisKey, result: dict) -> dict:
                 )
     except Exception:  # only a cache: the page has its result
         log.warning("analysis of study %s not stored for the other servers", key.study_id, exc_info=True)
+        try:  # and nobody waits for it: the other servers compute it themselves
+            release(engine, key)
+        except Exception:
+            log.warning("analysis lease of study %s not ended", key.study_id, exc_info=True)
     return result
 
 
@@ -507,7 +542,11 @@ def release(engine: Engine, key: AnalysisKey) -> None:
     with write_session(engine) as session:
         session.execute(
             update(AnalysisResult)
-            .where(AnalysisResult.slot == key.slot_digest, AnalysisResult.running_by == _me())
+            .where(
+                AnalysisResult.slot == key.slot_digest,
+                AnalysisResult.running_by == _me(),
+                AnalysisResult.running_digest == key.digest,
+            )
             .values(running_digest=None, running_until=None)
         )
 
