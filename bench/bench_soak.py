@@ -1,6 +1,7 @@
 """Benchmark: a soak of the app: N Chromium tabs at a person's pace for an hour; does the server's memory level off?
 
-    python -m bench.bench_soak [--minutes 60] [--tabs 10] [--items 1500] [--sample 30] [--api-port 0] [--trace] [--json]
+    python -m bench.bench_soak [--minutes 60] [--tabs 10] [--items 1500] [--sample 30] [--api-port 0]
+                               [--trace] [--heap [--trim]] [--json]
 
 A satisfaction study of ``--items`` dialogues (``bench.corpus``, overlap 3) on a fresh SQLite database in a
 temporary folder, served by the README start command (``python -m annotate serve --server.port P
@@ -27,6 +28,11 @@ minutes over the first and the last half of the run and after warm-up; the judge
 the last half's slope is under 1 MB per 10 minutes, else "still growing"; the vote events stored (changed
 votes included), the actions done, the errors; the sessions at the end, their maximum, and 5 s after
 every tab was closed.
+
+``--heap``: a ``sitecustomize`` of the same kind records, at each sample, glibc's heap in use and free
+(``mallinfo2``), Arrow's memory pool and the RSS; with ``--trim`` it then calls ``malloc_trim(0)`` and records
+the RSS after it (the report gains ``heap``): growth that a trim gives back is freed memory glibc kept, not a
+leak.
 
 ``--trace``: the server runs with a ``sitecustomize`` of this bench's own (on ``PYTHONPATH``, in the
 temporary folder; nothing in the repository changes) that starts ``tracemalloc`` (10 frames: growth compared
@@ -124,6 +130,42 @@ if OUT:
     signal.signal(signal.SIGUSR1, _dump)
 """
 
+# The sitecustomize of --heap: where the serving process's native memory is, at each sample (SIGUSR2):
+# glibc's heap in use and free (mallinfo2), Arrow's pool, and the RSS before and after ``malloc_trim(0)``
+# (memory freed but kept by glibc is given back by the trim; memory in use is not).
+HEAP = """
+import ctypes, json, os, signal, sys, threading, time
+OUT = os.environ.get("DST_SOAK_HEAP") if "streamlit" in sys.orig_argv else None
+class _Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _sample(*_):
+    def work():
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _Info
+        info = libc.mallinfo2()
+        arrow = None
+        if "pyarrow" in sys.modules:
+            pool = sys.modules["pyarrow"].default_memory_pool()
+            arrow = {"backend": pool.backend_name, "mb": pool.bytes_allocated() / 2**20, "max_mb": pool.max_memory() / 2**20}
+        before = _rss()
+        trim = os.environ.get("DST_SOAK_TRIM") == "1"
+        if trim:
+            libc.malloc_trim(0)
+        record = {"t": time.time(), "rss_mb": before, "rss_after_trim_mb": _rss() if trim else None,
+                  "heap_in_use_mb": info.uordblks / 2**20, "heap_free_mb": info.fordblks / 2**20,
+                  "heap_arena_mb": info.arena / 2**20, "mmapped_mb": info.hblkhd / 2**20, "arrow": arrow,
+                  "threads": threading.active_count()}
+        with open(OUT, "a") as f:
+            f.write(json.dumps(record) + "\\n")
+    threading.Thread(target=work, daemon=True).start()
+if OUT:
+    signal.signal(signal.SIGUSR2, _sample)
+"""
+
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
@@ -151,6 +193,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--api-port", type=int, default=0, help="the API's port under serve (0: no API)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--trace", action="store_true", help="tracemalloc and gc counts in the server (slower)")
+    parser.add_argument("--heap", action="store_true", help="glibc's heap in use and free, Arrow's pool, at each sample")
+    parser.add_argument("--trim", action="store_true", help="with --heap: malloc_trim(0) at each sample (RSS after it)")
     parser.add_argument("--json", action="store_true", help="print only the JSON")
     args = parser.parse_args(argv)
     if args.tabs < 2:
@@ -278,7 +322,7 @@ def metrics(url: str) -> dict:
 
 
 class Server:
-    def __init__(self, work: Path, db: str, env: dict, api_port: int, trace: bool):
+    def __init__(self, work: Path, db: str, env: dict, api_port: int, trace: bool, heap: bool = False, trim: bool = False):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = work / "serve.log"
@@ -290,6 +334,13 @@ class Server:
             (work / "tracer" / "sitecustomize.py").write_text(TRACER)
             env["PYTHONPATH"] = f"{work / 'tracer'}{os.pathsep}{env['PYTHONPATH']}"
             env["DST_SOAK_TRACE"] = str(self.trace_file)
+        self.heap_file = work / "heap.jsonl" if heap else None
+        if heap:
+            (work / "heap").mkdir()
+            (work / "heap" / "sitecustomize.py").write_text(HEAP)
+            env["PYTHONPATH"] = f"{work / 'heap'}{os.pathsep}{env['PYTHONPATH']}"
+            env["DST_SOAK_HEAP"] = str(self.heap_file)
+            env["DST_SOAK_TRIM"] = "1" if trim else "0"
         command = [sys.executable, "-m", "annotate", "serve", "--api-port", str(api_port)]
         command += ["--server.port", str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none"]
         command += ["--browser.gatherUsageStats", "false"]
@@ -527,6 +578,8 @@ async def sampler(server: Server, db_path: Path, t0: float, stop_at: float, inte
             if traced < len(marks) and elapsed >= marks[traced]:
                 traced += 1
                 os.kill(pid, signal.SIGUSR1)  # a snapshot is costly (hundreds of MB for a moment): three in all
+        if server.heap_file is not None:
+            os.kill(pid, signal.SIGUSR2)
         found = await loop.run_in_executor(None, metrics, server.url)
         try:
             votes = await loop.run_in_executor(None, votes_stored, db_path)
@@ -604,6 +657,8 @@ def main(argv: list[str] | None = None) -> None:
         "sample_s": args.sample,
         "api_port": args.api_port,
         "trace": args.trace,
+        "heap": args.heap,
+        "trim": args.trim,
         "database": "SQLite, fresh",
         "cpus": os.cpu_count(),
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
@@ -625,7 +680,7 @@ def main(argv: list[str] | None = None) -> None:
         cli("annotator", "add", "--admin", ADMIN)
         for name in names:
             cli("annotator", "add", name)
-        server = Server(work, db, env, args.api_port, args.trace)
+        server = Server(work, db, env, args.api_port, args.trace, args.heap, args.trim)
         server.wait_healthy()
         log(f"server on {server.url} (pid {server.process.pid}); {args.tabs} tabs for {args.minutes} min")
         samples, stats = asyncio.run(soak(args, server, db_path, names))
@@ -645,6 +700,8 @@ def main(argv: list[str] | None = None) -> None:
             if records:
                 result["trace"] = records[-1]
                 result["trace"]["traced_mb_series"] = [round(r["traced_mb"], 1) for r in records]
+        if server.heap_file is not None and server.heap_file.exists():
+            result["heap"] = [json.loads(line) for line in server.heap_file.read_text().splitlines() if line.strip()]
         result["samples"] = samples
         setup["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
         result["setup"] = setup
