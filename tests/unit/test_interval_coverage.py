@@ -20,7 +20,7 @@ from bench import bench_coverage
 from metrics.correlation import (
     DEFAULT_INTERVAL,
     Ratings,
-    _ceiling_reliability,
+    ceiling_reliability,
     acceleration,
     bootstrap_weights,
     ceiling_reliabilities,
@@ -109,7 +109,7 @@ def test_the_vectorised_ceiling_bootstrap_is_the_loop_it_replaced():
     weights = bootstrap_weights(25, 40, np.random.default_rng(9)).astype(float)
     draws = [np.repeat(np.arange(25), w.astype(int)) for w in weights]
     for rating in ("mean", "pairs"):
-        loop = np.array([_ceiling_reliability(by_dialogue[d], rating)[1] for d in draws])
+        loop = np.array([ceiling_reliability(by_dialogue[d], rating)[1] for d in draws])
         assert np.allclose(ceiling_reliabilities(by_dialogue, weights, rating), loop, equal_nan=True)
 
 
