@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -151,18 +152,21 @@ def ceiling_intervals(
     from scipy.stats import t as student_t
 
     out: dict[str, list[float] | None] = dict.fromkeys(CEILING_FAMILIES)
-    k, s, q = _ceiling_sums(by_dialogue)
+    k, s, squares = _ceiling_sums(by_dialogue)
     d = by_dialogue.shape[0]
     tail = 0.5 + confidence / 2
-    root = lambda v: float(math.sqrt(max(float(v), 0.0)))  # noqa: E731
-    anova = {key: float(v[0]) for key, v in ceiling_anova(k, s, q, np.ones((1, d))).items()}
+
+    def root(v: float) -> float:
+        return float(math.sqrt(max(float(v), 0.0)))
+
+    anova = {key: float(v[0]) for key, v in ceiling_anova(k, s, squares, np.ones((1, d))).items()}
     if anova["df1"] >= 1 and anova["df2"] >= 1 and anova["msw"] > 0:
         ratio = anova["msb"] / anova["msw"]
         f_low = ratio / f_dist.ppf(tail, anova["df1"], anova["df2"])
         f_high = ratio * f_dist.ppf(tail, anova["df2"], anova["df1"])
         singles = np.array([(f - 1) / (f + anova["k0"] - 1) for f in (f_low, f_high)])
         counts = k[k >= 1]
-        k_use = 1.0 if rating == "pairs" else (counts[0] if np.all(counts == counts[0]) else anova["k_h"])
+        k_use = 1.0 if rating == "pairs" else float(counts[0] if np.all(counts == counts[0]) else anova["k_h"])
         low, high = _spearman_brown(singles, np.full(2, k_use))
         out["f_exact"] = [root(low), root(high)]
     estimate = root(reliability)
@@ -187,13 +191,13 @@ def ceiling_intervals(
     if inside:
         spread = float(np.std(np.arctanh(np.clip(values, 0.0, 0.999999)), ddof=1))
         out["boot_se_t"] = [float(max(math.tanh(z - q * spread), 0.0)), float(math.tanh(z + q * spread))]
-        out["bca"] = bca_interval(estimate, values, jack, confidence)
+        out["bca"] = None if jack is None else bca_interval(estimate, values, jack, confidence)
     return out
 
 
 def human_ceiling(
     votes: Sequence[Vote], dialogue_ids: Sequence[str], *, resamples: int = 1000, seed: int = 0, rating: str = "mean"
-) -> dict:
+) -> dict[str, Any]:
     """The largest correlation a metric can reach against the human rating it is correlated with:
     r_max = √ of that rating's reliability (one-way random effects: the annotators differ between
     dialogues), with ``ci`` the CEILING_DEFAULT family of ``intervals`` (``ceiling_intervals``; the
@@ -215,7 +219,7 @@ def human_ceiling(
 
 def ceiling_report(
     annotators: list[str], matrix: np.ndarray, *, resamples: int = 1000, seed: int = 0, rating: str = "mean"
-) -> dict:
+) -> dict[str, Any]:
     """:func:`human_ceiling` from the annotators × dialogues matrix of ratings (NaN: none)."""
     by_dialogue = matrix.T
     counts = np.isfinite(by_dialogue).sum(axis=1)
@@ -229,7 +233,7 @@ def ceiling_report(
             "r_max = sqrt(ICC(1,k)), k the harmonic mean of the dialogues' vote counts (Spearman-Brown; ICC(1,1) "
             "from the dialogues with 2 or more votes): reliability of the per-dialogue mean rating"
         )
-    result = {
+    result: dict[str, Any] = {
         "r_max": None,
         "reliability": None,
         "ci": None,
@@ -277,9 +281,9 @@ def ceiling_report(
     return result
 
 
-def _annotator_vs_rest(annotators: list[str], matrix: np.ndarray) -> dict:
+def _annotator_vs_rest(annotators: list[str], matrix: np.ndarray) -> dict[str, Any]:
     """Each annotator's ratings against the mean of the others' on the dialogues both rated."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a, name in enumerate(annotators):
         others = np.delete(matrix, a, axis=0)
         with warnings.catch_warnings():  # an all-NaN column (nobody else rated it) is expected
@@ -291,7 +295,7 @@ def _annotator_vs_rest(annotators: list[str], matrix: np.ndarray) -> dict:
             r = float(np.corrcoef(matrix[a][both], mean_others[both])[0, 1])
         rows.append({"annotator": name, "n": int(both.sum()), "pearson": r})
     defined = [row["pearson"] for row in rows if row["pearson"] is not None]
-    result = {"mean_pearson": float(np.mean(defined)) if defined else None, "annotators": rows}
+    result: dict[str, Any] = {"mean_pearson": float(np.mean(defined)) if defined else None, "annotators": rows}
     if not defined:
         result["note"] = "needs two annotators with at least 3 shared dialogues and varying ratings"
     return result

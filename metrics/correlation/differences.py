@@ -58,7 +58,9 @@ def zou_diff_ci(r_a: float, r_b: float, r_ab: float, n: int, confidence: float =
     return float(low), float(high)
 
 
-def mover_diff_ci(r_a: float, r_b: float, r_ab: float, ci_a, ci_b) -> tuple[float, float] | None:
+def mover_diff_ci(
+    r_a: float, r_b: float, r_ab: float, ci_a: Sequence[float] | None, ci_b: Sequence[float] | None
+) -> tuple[float, float] | None:
     """Zou's (2007) MOVER interval for r_a − r_b from any intervals (l, u) of r_a and r_b (``zou_diff_ci``
     uses Fisher's): the correlation c between the two estimates (overlapping, shared human rating) enters as
     in cocor's ``zou2007``.  None when an interval is missing."""
@@ -115,7 +117,9 @@ def diff_test(y: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> tuple[float, flo
         q = float(student_t.ppf(0.5 + confidence / 2, n - 1))
         ci_a = [math.tanh(math.atanh(r_a) + sign * q * math.sqrt(var_a)) for sign in (-1, 1)]
         ci_b = [math.tanh(math.atanh(r_b) + sign * q * math.sqrt(var_b)) for sign in (-1, 1)]
-        low, high = mover_diff_ci(r_a, r_b, r_ab, ci_a, ci_b)
+        interval = mover_diff_ci(r_a, r_b, r_ab, ci_a, ci_b)
+        assert interval is not None  # both intervals exist and |r| < 1 (checked above)
+        low, high = interval
         return low if diff > 0 else -high
 
     widest = 1 - 1e-12

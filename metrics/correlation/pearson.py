@@ -5,6 +5,7 @@ its jackknife and sandwich standard errors and every interval family of ``INTERV
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -12,9 +13,7 @@ from metrics.correlation.ratings import Ratings
 from metrics.correlation.resampling import annotator_sums, bca_interval, fisher_z, jackknife_variance, percentile_ci
 
 
-def weighted_pearson(
-    x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, weights: np.ndarray | None = None
-) -> np.ndarray:
+def weighted_pearson(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, weights: np.ndarray | None = None) -> Any:
     """Pearson r of per-dialogue metric values ``x`` (D or D×K) against ratings given as
     per-dialogue sums, for each row of dialogue ``weights`` (B×D; None: every dialogue once).
     ``n``, ``sy``, ``syy`` are D, or B×D when each resample has its own (raters resampled too).
@@ -55,7 +54,9 @@ def jackknife_pearson(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndar
     return out
 
 
-def pearson_moments(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, w: np.ndarray):
+def pearson_moments(
+    x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row of dialogue weights ``w`` (B×D): total observations, means, variances and r (biased moments)."""
     wn = w * n
     total = wn.sum(axis=1)
@@ -67,7 +68,7 @@ def pearson_moments(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarra
     return total, mx, my, vx, vy, r
 
 
-def pearson_se(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+def pearson_se(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, weights: np.ndarray | None = None) -> Any:
     """The standard error of Fisher's z = atanh(r), by the sandwich (influence-function) variance of r
     with the dialogue as the cluster, for each row of dialogue ``weights`` (None: the data once; a scalar).
 
@@ -93,10 +94,10 @@ def pearson_se(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, we
 def jackknife_annotators(x: np.ndarray, ratings: Ratings, valid: np.ndarray | None = None) -> np.ndarray:
     """r with each annotator left out in turn (A values; the two-way jackknife's second half): a dialogue
     that annotator alone rated drops out (as do those where ``valid`` is False)."""
-    keep = 1.0 - np.eye(ratings.matrix.shape[0])
+    keep = 1.0 - np.eye(ratings.votes().shape[0])
     n, sy, syy = annotator_sums(ratings, keep)
     mask = 1.0 if valid is None else valid
-    return weighted_pearson(x, n * mask, sy * mask, syy * mask, np.ones_like(n))
+    return np.asarray(weighted_pearson(x, n * mask, sy * mask, syy * mask, np.ones_like(n)))
 
 
 def jackknife_votes(x: np.ndarray, ratings: Ratings, valid: np.ndarray | None = None) -> np.ndarray:
@@ -104,14 +105,15 @@ def jackknife_votes(x: np.ndarray, ratings: Ratings, valid: np.ndarray | None = 
     dialogue's mean is recomputed from the other votes (a dialogue with that one vote drops out), in ``pairs``
     mode the observation goes.  Closed-form updates of the five sums, O(votes)."""
     keep = np.ones(x.size, bool) if valid is None else valid.astype(bool)
-    j, d = np.nonzero(np.isfinite(ratings.matrix))
-    y = ratings.matrix[j, d]
+    matrix = ratings.votes()
+    j, d = np.nonzero(np.isfinite(matrix))
+    y = matrix[j, d]
     inside = keep[d]
     j, d, y = j[inside], d[inside], y[inside]
-    k = np.isfinite(ratings.matrix).sum(axis=0).astype(float)
-    s = np.nansum(ratings.matrix, axis=0)
+    k = np.isfinite(matrix).sum(axis=0).astype(float)
+    s = np.nansum(matrix, axis=0)
     if ratings.mode == "pairs":
-        n_d, y_d, yy_d = k, s, np.nansum(ratings.matrix**2, axis=0)
+        n_d, y_d, yy_d = k, s, np.nansum(matrix**2, axis=0)
         count, sum_y, sum_yy = -np.ones(y.size), -y, -(y**2)
     else:
         rated = keep & (k > 0)
@@ -131,7 +133,9 @@ def jackknife_votes(x: np.ndarray, ratings: Ratings, valid: np.ndarray | None = 
     with np.errstate(invalid="ignore", divide="ignore"):
         cov = total * sxy - sx * sy
         var_x, var_y = total * sxx - sx**2, total * syy - sy**2
-        return np.clip(cov / np.sqrt(np.where(var_x > 0, var_x, np.nan) * np.where(var_y > 0, var_y, np.nan)), -1.0, 1.0)
+        return np.asarray(
+            np.clip(cov / np.sqrt(np.where(var_x > 0, var_x, np.nan) * np.where(var_y > 0, var_y, np.nan)), -1.0, 1.0)
+        )
 
 
 # Every interval family for a Pearson r (``intervals`` in each row of correlation_report); the reported
@@ -202,7 +206,7 @@ def pearson_intervals(
     z = math.atanh(r)
     tail = 0.5 + confidence / 2
 
-    def around(centre_low, centre_high):
+    def around(centre_low: float, centre_high: float) -> list[float]:
         return [float(math.tanh(centre_low)), float(math.tanh(centre_high))]
 
     if units > 3:
@@ -246,7 +250,7 @@ def leave_one_out_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     n = x.size - 1.0
     sx, sy, sxx, syy, sxy = x.sum() - x, y.sum() - y, (x**2).sum() - x**2, (y**2).sum() - y**2, (x * y).sum() - x * y
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.clip((n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2)), -1.0, 1.0)
+        return np.asarray(np.clip((n * sxy - sx * sy) / np.sqrt((n * sxx - sx**2) * (n * syy - sy**2)), -1.0, 1.0))
 
 
 def jackknife_t_interval(r: float, leave_one_out: np.ndarray, confidence: float = 0.95) -> list[float] | None:

@@ -17,7 +17,7 @@ def _rowwise_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     ma, mb = (w * a).sum(axis=1) / total, (w * b).sum(axis=1) / total
     da, db = a - ma[:, None], b - mb[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (w * da * db).sum(axis=1) / np.sqrt((w * da**2).sum(axis=1) * (w * db**2).sum(axis=1))
+        return np.asarray((w * da * db).sum(axis=1) / np.sqrt((w * da**2).sum(axis=1) * (w * db**2).sum(axis=1)))
 
 
 def rank_jackknife(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -40,7 +40,9 @@ def rank_jackknife(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return spearman, kendall
 
 
-def rank_jackknife_cis(x: np.ndarray, y: np.ndarray, spearman, kendall, confidence: float = 0.95) -> tuple:
+def rank_jackknife_cis(
+    x: np.ndarray, y: np.ndarray, spearman: float | None, kendall: float | None, confidence: float = 0.95
+) -> tuple[list[float] | None, list[float] | None]:
     """Intervals for Spearman's ρ and Kendall's τ on Fisher's z scale with the jackknife standard error and a
     t quantile with n − 1 df (Efron & Tibshirani 1993, ch. 11; no normality assumed, unlike the fixed
     variances of ``rank_cis``); None beyond 2,000 units (n × n matrices) or below 5."""
@@ -49,7 +51,7 @@ def rank_jackknife_cis(x: np.ndarray, y: np.ndarray, spearman, kendall, confiden
     if x.size < 5 or x.size > 2000:
         return None, None
     q = float(student_t.ppf(0.5 + confidence / 2, x.size - 1))
-    out = []
+    out: list[list[float] | None] = []
     for estimate, values in zip((spearman, kendall), rank_jackknife(x, y)):
         if estimate is None or abs(estimate) >= 1 or not np.all(np.isfinite(values)):
             out.append(None)
@@ -57,17 +59,19 @@ def rank_jackknife_cis(x: np.ndarray, y: np.ndarray, spearman, kendall, confiden
         half = q * math.sqrt(jackknife_variance(values))
         z = math.atanh(estimate)
         out.append([math.tanh(z - half), math.tanh(z + half)])
-    return tuple(out)
+    return out[0], out[1]
 
 
-def rank_cis(spearman: float | None, kendall: float | None, n: int, confidence: float = 0.95) -> tuple:
+def rank_cis(
+    spearman: float | None, kendall: float | None, n: int, confidence: float = 0.95
+) -> tuple[list[float] | None, list[float] | None]:
     """Fisher-z intervals for Spearman's ρ (Bonett & Wright 2000: var = (1 + ρ²/2) / (n − 3)) and
     Kendall's τ (Fieller, Hartley & Pearson 1957: var = 0.437 / (n − 4)) on n units."""
     from scipy.stats import norm
 
     z = norm.ppf(0.5 + confidence / 2)
 
-    def interval(r, variance):
+    def interval(r: float | None, variance: float | None) -> list[float] | None:
         if r is None or abs(r) >= 1 or variance is None:
             return None
         centre, half = math.atanh(r), z * math.sqrt(variance)

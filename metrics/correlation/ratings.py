@@ -26,6 +26,12 @@ class Ratings:
     notes: list[str]
     matrix: np.ndarray | None = None  # annotators × dialogues of the votes (NaN: none), for rater resampling
 
+    def votes(self) -> np.ndarray:
+        """The annotators × dialogues matrix of the votes; a ``majority`` rating keeps none (it is not re-drawn)."""
+        if self.matrix is None:
+            raise ValueError("these ratings keep no matrix of votes (a majority rating is not re-drawn)")
+        return self.matrix
+
     @property
     def n_dialogues(self) -> int:
         return len(self.dialogue_ids)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -37,18 +38,25 @@ NOT_COMPARED = "not compared (Williams' test, Zou's interval)"
 PAIRS_INTERVALS = {"none:": "none for a metric on 3 or fewer dialogues"}  # the others: INTERVAL_FAMILIES' words
 
 
-def _none(value) -> float | None:
+def _none(value: Any) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
 def correlate_one(
     x: np.ndarray, y: np.ndarray, boot_r: np.ndarray | None, confidence: float = 0.95, n_units: int | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Pearson with Fisher-z CI and p (scipy), the bootstrap CI given, Spearman and Kendall.  With
     ``n_units`` (pairs mode: the dialogues) the Fisher CI and p use that n, not the observations."""
     from scipy import stats
 
-    row = {"pearson": None, "pearson_ci": None, "p_value": None, "bootstrap_ci": None, "spearman": None, "kendall": None}
+    row: dict[str, Any] = {
+        "pearson": None,
+        "pearson_ci": None,
+        "p_value": None,
+        "bootstrap_ci": None,
+        "spearman": None,
+        "kendall": None,
+    }
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         row["note"] = "fewer than 3 observations" if x.size < 3 else "constant values: correlation undefined"
         return row
@@ -101,7 +109,16 @@ def interval_key(mode: str, resample: str) -> str:
     return "two_way" if resample != "dialogues" else ("pairs" if mode == "pairs" else "mean")
 
 
-def _pearson_row_intervals(masked, valid, ratings, sums, boot, resampled, units, resample) -> dict:
+def _pearson_row_intervals(
+    masked: np.ndarray,
+    valid: np.ndarray,
+    ratings: Ratings,
+    sums: tuple[np.ndarray, np.ndarray, np.ndarray],
+    boot: np.ndarray | None,
+    resampled: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None,
+    units: int,
+    resample: str,
+) -> dict[str, Any]:
     """Every interval family for one metric's r, the default one as ``pearson_ci`` / ``ci_method``."""
     n, sy, syy = (v * valid for v in sums)
     r = float(weighted_pearson(masked, n, sy, syy))
@@ -119,7 +136,7 @@ def _pearson_row_intervals(masked, valid, ratings, sums, boot, resampled, units,
     intervals = pearson_intervals(
         r, units, boot=boot, boot_se=boot_se, se=se, jackknife=jack, jackknife_annotators=jack_a, jackknife_votes=jack_v
     )
-    out = {"bca_ci": intervals["bca"], "intervals": intervals}
+    out: dict[str, Any] = {"bca_ci": intervals["bca"], "intervals": intervals}
     family = DEFAULT_INTERVAL[interval_key(ratings.mode, resample)]
     if intervals[family] is None:
         family = next((f for f in NO_BOOTSTRAP_FALLBACK if intervals[f] is not None), family)
@@ -141,7 +158,7 @@ def correlation_report(
     family: str = "reference",
     reference: str = "jga",
     fga_lambda: float = DEFAULT_FGA_LAMBDA,
-) -> dict:
+) -> dict[str, Any]:
     """Every metric against the ratings; Williams' test with Zou's interval for each comparison of the
     declared family (``family``: each metric against ``reference`` with FGA at ``fga_lambda``, or
     ``all`` pairs; :mod:`metrics.comparisons`), p-values adjusted over that family and intervals at
@@ -196,7 +213,8 @@ def correlation_report(
             row["note"] = f"{int((~valid).sum())} dialogue(s) without a value left out"
         rows.append(row)
         observed[name] = (x_obs, keep)
-    williams, too_few = [], {}
+    williams: list[dict[str, Any]] = []
+    too_few: dict[tuple[int, str], list[str]] = {}
     if pairs:  # metrics are compared on the dialogues' mean ratings: the dialogue is the unit
         rated = n > 0
         y_unit = np.where(rated, sy / np.maximum(n, 1), np.nan)
@@ -281,9 +299,9 @@ def correlation_report(
         )
     # A pair of metrics that Williams' test and Zou's interval leave out is said so, not dropped (issue 26)
     notes += [f"{NOT_COMPARED}: {name} — its correlation is undefined ({why})" for name, why in undefined.items()]
-    for (units, why), names in too_few.items():
+    for (units, reason), names in too_few.items():
         listed = ", ".join(names) if len(names) <= 3 else f"{len(names)} metric pairs"
-        notes.append(f"{NOT_COMPARED}: {listed} on {units} dialogues; {why}")
+        notes.append(f"{NOT_COMPARED}: {listed} on {units} dialogues; {reason}")
     if family == "reference" and declared.kind == "all":
         notes.append(f"the reference metric {reference} was not measured: every pair of metrics is compared")
     notes.append(f"comparisons: {declared.describe(rejected, len(tested))}")

@@ -4,6 +4,8 @@ and BCa intervals, and the jackknife variance on Fisher's z scale.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from metrics.correlation.ratings import Ratings
@@ -18,13 +20,16 @@ def bootstrap_weights(n_dialogues: int, resamples: int, rng: np.random.Generator
     return np.bincount((draws + offsets).ravel(), minlength=resamples * n_dialogues).reshape(resamples, n_dialogues)
 
 
-def percentile_ci(values: np.ndarray, confidence: float = 0.95, axis: int = 0):
+def percentile_ci(values: np.ndarray, confidence: float = 0.95, axis: int = 0) -> tuple[Any, Any]:
+    """The percentile interval's ends (NaN ignored): scalars, or arrays along ``axis``."""
     tail = (1 - confidence) / 2 * 100
     with np.errstate(invalid="ignore"):
         return np.nanpercentile(values, tail, axis=axis), np.nanpercentile(values, 100 - tail, axis=axis)
 
 
-def resample_sums(ratings: Ratings, resamples: int, rng: np.random.Generator, resample: str = "dialogues"):
+def resample_sums(
+    ratings: Ratings, resamples: int, rng: np.random.Generator, resample: str = "dialogues"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Bootstrap resamples as (dialogue weights B×D, n, sy, syy), the rating sums being D (dialogues only)
     or B×D (``dialogues+annotators``: a two-way bootstrap that also draws the annotators with
     replacement, so that a study whose same few annotators rate every dialogue shows the uncertainty
@@ -41,10 +46,10 @@ def resample_sums(ratings: Ratings, resamples: int, rng: np.random.Generator, re
     return (weights, *annotator_sums(ratings, annotators))
 
 
-def annotator_sums(ratings: Ratings, annotators: np.ndarray):
+def annotator_sums(ratings: Ratings, annotators: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rating sums per dialogue (B×D each) when annotator j counts ``annotators[b, j]`` times."""
-    rated = np.isfinite(ratings.matrix).astype(float)
-    values = np.nan_to_num(ratings.matrix)
+    rated = np.isfinite(ratings.votes()).astype(float)
+    values = np.nan_to_num(ratings.votes())
     count, total, squares = annotators @ rated, annotators @ values, annotators @ values**2
     if ratings.mode == "pairs":
         return count, total, squares
@@ -117,7 +122,8 @@ def bca_interval(
     return [float(low), float(high)]
 
 
-def fisher_z(r):
+def fisher_z(r: Any) -> Any:
+    """atanh(r), r clipped to ±0.999999 (a scalar or an array, as given)."""
     return np.arctanh(np.clip(r, -0.999999, 0.999999))
 
 
