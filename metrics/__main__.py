@@ -28,12 +28,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from metrics.comparisons import ADJUSTMENTS, DEFAULT_FAMILY_SIZE, FAMILIES
 from metrics.registry import FGA, JGA, METRICS, RSA, SCORE_TABLE, split_key
 
+if TYPE_CHECKING:
+    from formats.dialogue import Dialogue
+    from formats.tidy import Vote
 
-def _add_score(subparsers) -> None:
+
+def _add_score(subparsers: Any) -> None:
     listed = ", ".join(m.display("λ") if m.takes_lambda else m.display() for m in METRICS)
     score = subparsers.add_parser("score", help=f"score predictions: {listed}")
     score.add_argument("paths", nargs="+", metavar="PATH", help="prediction files or folders (pooled into one corpus)")
@@ -47,7 +54,7 @@ def _add_score(subparsers) -> None:
     score.add_argument("--json", action="store_true", help="print the JSON contract instead of tables")
 
 
-def _add_prediction_options(parser, *, lambdas: bool) -> None:
+def _add_prediction_options(parser: argparse.ArgumentParser, *, lambdas: bool) -> None:
     parser.add_argument("paths", nargs="+", metavar="PREDICTIONS", help="prediction files or folders")
     parser.add_argument("--format", dest="fmt", help="input format (default: detected per file)")
     if lambdas:
@@ -57,7 +64,7 @@ def _add_prediction_options(parser, *, lambdas: bool) -> None:
     parser.add_argument("--normalise", "--normalize", action="store_true")
 
 
-def _add_rating_options(parser) -> None:
+def _add_rating_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ratings", required=True, help="CSV with item (dialogue id), annotator, value")
     parser.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
     parser.add_argument("--condition", help="only votes of this condition (system)")
@@ -74,7 +81,7 @@ def _add_rating_options(parser) -> None:
     parser.add_argument("--json", action="store_true")
 
 
-def _add_analysis(subparsers) -> None:
+def _add_analysis(subparsers: Any) -> None:
     agreement = subparsers.add_parser("agreement", help="inter-annotator agreement of a tidy votes CSV")
     agreement.add_argument("votes", metavar="VOTES.csv")
     agreement.add_argument("--question", help="only this question (default: every question)")
@@ -163,7 +170,7 @@ def _add_analysis(subparsers) -> None:
     plan.add_argument("--json", action="store_true")
 
 
-def _add_design(subparsers) -> None:
+def _add_design(subparsers: Any) -> None:
     design = subparsers.add_parser(
         "design", help="the design (dialogues, votes per dialogue) with the narrowest predicted interval for a budget"
     )
@@ -191,7 +198,12 @@ def _add_design(subparsers) -> None:
     design.add_argument("--json", action="store_true")
 
 
-def _emit(args, result: dict, tables, summary=None) -> int:
+def _emit(
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    tables: Callable[[ModuleType], Iterable[Any]],
+    summary: Callable[[ModuleType], Any] | None = None,
+) -> int:
     """Print a command's result: its JSON contract with --json, else its ``metrics.present`` tables
     (``tables(present)``, imported only then) as text.  ``summary(summary_module)`` (``metrics.summary``)
     gives the answers in words: they come first in the text, and under ``"summary"`` in the JSON."""
@@ -206,17 +218,17 @@ def _emit(args, result: dict, tables, summary=None) -> int:
     return 0
 
 
-def _summary_module():
+def _summary_module() -> ModuleType:
     from metrics import summary
 
     return summary
 
 
-def _percent(value) -> str:
+def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
 
-def format_table(result: dict, *, max_fga_columns: int = 8) -> str:
+def format_table(result: dict[str, Any], *, max_fga_columns: int = 8) -> str:
     """The FGA paper's Table 1 columns plus RSA and F1 (``metrics.registry.SCORE_TABLE``), one row per
     corpus / dialogue / domain; with more than ``max_fga_columns`` λ values, FGA is listed below instead."""
     labels = list(result["corpus"][FGA.name])
@@ -241,7 +253,7 @@ def format_table(result: dict, *, max_fga_columns: int = 8) -> str:
     return "\n".join(lines)
 
 
-def run_score(args) -> int:
+def run_score(args: argparse.Namespace) -> int:
     from formats import load_dialogues
     from metrics.corpus import ScoreSettings, parse_lambdas, score_dialogues
 
@@ -253,14 +265,14 @@ def run_score(args) -> int:
     return 0
 
 
-def _read_gold(path: str) -> dict:
+def _read_gold(path: str) -> dict[tuple[tuple[str, str], str], str]:
     """Gold answers in the study gold-file format: {((item, condition), question): value}."""
     from formats.gold import read_gold
 
     return {((row["item"], row.get("condition", "") or ""), row["question"]): row["value"] for row in read_gold(path)}
 
 
-def run_agreement(args) -> int:
+def run_agreement(args: argparse.Namespace) -> int:
     from formats.tidy import read_votes
     from metrics.agreement import scale_answers
     from metrics.analysis import agreement_all
@@ -286,7 +298,7 @@ def run_agreement(args) -> int:
     )
 
 
-def _load_for_rating(args):
+def _load_for_rating(args: argparse.Namespace) -> tuple[list[Dialogue], list[Vote]]:
     from formats import load_dialogues
     from formats.tidy import read_votes
     from metrics.analysis import select_votes
@@ -295,7 +307,7 @@ def _load_for_rating(args):
     return load_dialogues(args.paths, args.fmt), votes
 
 
-def run_correlate(args) -> int:
+def run_correlate(args: argparse.Namespace) -> int:
     from metrics.analysis import correlate_study
     from metrics.corpus import ScoreSettings, parse_lambdas
 
@@ -325,7 +337,7 @@ def run_correlate(args) -> int:
     )
 
 
-def run_calibrate(args) -> int:
+def run_calibrate(args: argparse.Namespace) -> int:
     from metrics.analysis import calibrate_study
     from metrics.calibrate import parse_grid
     from metrics.corpus import ScoreSettings
@@ -354,7 +366,7 @@ def run_calibrate(args) -> int:
     )
 
 
-def _pilot(args) -> dict:
+def _pilot(args: argparse.Namespace) -> dict[str, Any]:
     """The three correlations, the single-rating reliability and the ratings per dialogue of a pilot."""
     from collections import Counter
 
@@ -368,7 +380,7 @@ def _pilot(args) -> dict:
 
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
-    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
+    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA and lam is not None) or "1")
     result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
     rows = {row["metric"]: row for row in result["metrics"]}
     for name in (args.metric_a, args.metric_b):
@@ -392,7 +404,7 @@ def _pilot(args) -> dict:
     }
 
 
-def run_systems(args) -> int:
+def run_systems(args: argparse.Namespace) -> int:
     from formats import load_dialogues
     from formats.tidy import read_votes
     from metrics.analysis import select_votes, system_level
@@ -411,7 +423,7 @@ def run_systems(args) -> int:
     return _emit(args, result, lambda present: [present.system_table(result)])
 
 
-def run_judge(args) -> int:
+def run_judge(args: argparse.Namespace) -> int:
     from formats.tidy import read_votes
     from metrics.analysis import choose_question
     from metrics.judges import judge_report
@@ -426,7 +438,7 @@ def run_judge(args) -> int:
     return _emit(args, result, lambda present: [present.judge_table(result)])
 
 
-def run_plan(args) -> int:
+def run_plan(args: argparse.Namespace) -> int:
     from metrics.planning import budget_plan, plan
 
     pilot = _pilot(args) if args.pilot else None
@@ -457,7 +469,7 @@ def run_plan(args) -> int:
     return 0
 
 
-def _design_scores(args) -> dict:
+def _design_scores(args: argparse.Namespace) -> dict[str, Any]:
     """The pool's per-dialogue scores of the two metrics: from --scores (a CSV, one column per metric), or
     by scoring the prediction files."""
     import numpy as np
@@ -472,7 +484,7 @@ def _design_scores(args) -> dict:
         if not rows:
             raise ValueError(f"{args.scores}: no rows")
         out = {}
-        wanted = (args.metric_a, args.metric_b)
+        wanted: tuple[str, ...] = (args.metric_a, args.metric_b)
         if args.question == "lambda":
             wanted = tuple(name for name in rows[0] if name.startswith("fga_"))
         for name in wanted:
@@ -490,7 +502,7 @@ def _design_scores(args) -> dict:
     from metrics.corpus import ScoreSettings, parse_lambdas
 
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
-    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA) or "1")
+    lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA and lam is not None) or "1")
     if args.question == "lambda":
         from metrics.design import DESIGN_GRID
 
@@ -499,7 +511,7 @@ def _design_scores(args) -> dict:
     return values
 
 
-def run_design(args) -> int:
+def run_design(args: argparse.Namespace) -> int:
     from metrics.design import design
 
     scores = _design_scores(args)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def _z(values: np.ndarray) -> np.ndarray:
 
 def comparison_scores(metric_a: np.ndarray, metric_b: np.ndarray) -> np.ndarray:
     """How much each dialogue bears on r(A) - r(B): the gap between the two standardised metrics."""
-    return np.abs(_z(metric_a) - _z(metric_b))
+    return cast(np.ndarray, np.abs(_z(metric_a) - _z(metric_b)))
 
 
 def lambda_scores(fga_by_lambda: np.ndarray) -> np.ndarray:
@@ -59,7 +60,7 @@ def lambda_scores(fga_by_lambda: np.ndarray) -> np.ndarray:
     (``fga_by_lambda`` is dialogues x λ)."""
     grid = np.asarray(fga_by_lambda, dtype=float)
     z = np.column_stack([_z(grid[:, j]) for j in range(grid.shape[1])])
-    return z.std(axis=1)
+    return cast(np.ndarray, z.std(axis=1))
 
 
 def inclusion_probabilities(scores: np.ndarray, expected: float, floor_share: float = 0.25) -> np.ndarray:
@@ -123,7 +124,7 @@ def _weighted_r_rows(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Pearson r for each row of dialogue weights ``w`` (B x n): ``metrics.correlation.weighted_pearson``
     with one observation per dialogue; ``x`` n or n x K -> B (x K)."""
     y = np.asarray(y, dtype=float)
-    return weighted_pearson(np.asarray(x, dtype=float), np.ones_like(y), y, y**2, np.asarray(w, dtype=float))
+    return cast(np.ndarray, weighted_pearson(np.asarray(x, dtype=float), np.ones_like(y), y, y**2, np.asarray(w, dtype=float)))
 
 
 def weighted_r(metric: np.ndarray, rating: np.ndarray, weights: np.ndarray) -> float:
@@ -133,7 +134,7 @@ def weighted_r(metric: np.ndarray, rating: np.ndarray, weights: np.ndarray) -> f
 
 def _boot_weights(weights: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap over the judged dialogues: each resample's draw counts times the dialogues' weights."""
-    return bootstrap_weights(len(weights), resamples, rng) * weights[None, :]
+    return cast(np.ndarray, bootstrap_weights(len(weights), resamples, rng) * weights[None, :])
 
 
 def compare(
@@ -145,14 +146,14 @@ def compare(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-) -> dict:
+) -> dict[str, Any]:
     """r(A), r(B) and r(A) - r(B) over the judged dialogues, weighted by ``weights`` (1/π), with
     percentile bootstrap intervals over dialogues (weights kept with their dialogues)."""
     x = np.column_stack([metric_a, metric_b]).astype(float)
     y = np.asarray(rating, dtype=float)
     w = np.asarray(weights, dtype=float)
     r = _weighted_r_rows(x, y, w[None, :])[0]
-    row = {
+    row: dict[str, Any] = {
         "r_a": float(r[0]),
         "r_b": float(r[1]),
         "diff": float(r[0] - r[1]),
@@ -181,21 +182,21 @@ def lambda_star(
     seed: int = 0,
     confidence: float = 0.95,
     refine: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """λ* = the grid value whose FGA correlates best (weighted) with the ratings, with a percentile
     bootstrap interval over dialogues.  ``refine``: λ* (and each bootstrap refit) refined between the best
     grid point's neighbours by a parabola (``metrics.calibrate.refined_argmax``), so it is not held to the grid."""
-    grid = np.asarray(grid, dtype=float)
+    lambdas = np.asarray(grid, dtype=float)
     x = np.asarray(fga_by_lambda, dtype=float)
     y, w = np.asarray(rating, dtype=float), np.asarray(weights, dtype=float)
     r = _weighted_r_rows(x, y, w[None, :])[0]
     if not np.isfinite(r).any():
         best = None
     elif refine:
-        best = float(refined_argmax(r, grid))
+        best = float(refined_argmax(r, lambdas))
     else:
-        best = float(grid[int(np.nanargmax(r))])
-    row = {
+        best = float(lambdas[int(np.nanargmax(r))])
+    row: dict[str, Any] = {
         "lambda_star": best,
         "r": None if best is None else float(np.nanmax(r)),
         "n": int(len(y)),
@@ -209,9 +210,9 @@ def lambda_star(
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
         ok = np.isfinite(boot).any(axis=1)
         if refine:
-            stars = refined_argmax(boot[ok], grid)  # non-finite values never win
+            stars = refined_argmax(boot[ok], lambdas)  # non-finite values never win
         else:
-            stars = grid[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
+            stars = lambdas[np.nanargmax(np.where(np.isfinite(boot[ok]), boot[ok], -np.inf), axis=1)]
         low, high = percentile_ci(stars, confidence)
         row["ci"], row["ci_width"] = [float(low), float(high)], float(high - low)
     return row
@@ -228,7 +229,7 @@ def settled(votes: Sequence[float], min_k: int, max_k: int, width: float = 0.5) 
         return False
     values = np.asarray(votes, dtype=float)
     spread = max(float(values.std(ddof=1)) if k > 1 else 0.0, 0.0)
-    return 2 * 1.96 * spread / np.sqrt(k) < width
+    return bool(2 * 1.96 * spread / np.sqrt(k) < width)
 
 
 def stopping_mean(p: float, min_k: int, max_k: int, width: float = 0.5) -> float:
@@ -292,7 +293,7 @@ def fixed_part(
     if not any(n > 0 for n in extra.values()):
         return list(votes)
     seen = first_seen or {}
-    order: dict[tuple[str, str], dict[str, tuple]] = {}
+    order: dict[tuple[str, str], dict[str, tuple[float, int]]] = {}
     for position, vote in enumerate(votes):
         annotators = order.setdefault(vote.unit, {})
         if vote.annotator not in annotators:
@@ -329,7 +330,7 @@ def design_report(
     reference: str = "jga",
     fga_lambda: float = 0.5,
     refine: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     """Every correlation, difference and λ* of a study under its design: each judged dialogue weighted
     by 1/π (``pi``), intervals from the bootstrap over the judged dialogues (weights kept), p-values of
     the differences from the same bootstrap (twice the smaller tail share), adjusted over the pairs.
@@ -357,7 +358,7 @@ def design_report(
         boot = _weighted_r_rows(x, y, _boot_weights(w, resamples, np.random.default_rng(seed)))
     n_eff = float(w.sum() ** 2 / (w**2).sum()) if len(w) else 0.0
 
-    def interval(values):
+    def interval(values: np.ndarray) -> list[float] | None:
         values = values[np.isfinite(values)]
         return None if values.size < 10 else [float(v) for v in percentile_ci(values, confidence)]
 
@@ -378,7 +379,7 @@ def design_report(
     differences, shares = [], []
     for a, b in declared.pairs:
         i, j = column[a], column[b]
-        entry = {"a": a, "b": b, "diff": float(r[i] - r[j]), "diff_ci": None, "p_value": None}
+        entry: dict[str, Any] = {"a": a, "b": b, "diff": float(r[i] - r[j]), "diff_ci": None, "p_value": None}
         d = None
         if boot is not None:
             d = boot[:, i] - boot[:, j]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class UnitTable:
 
     @property
     def votes_per_unit(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
+        return cast(np.ndarray, self.counts.sum(axis=1))
 
     def numeric_codes(self) -> np.ndarray:
         """annotators × units of the numeric values (NaN where no vote)."""
@@ -171,6 +172,7 @@ def majority_from_counts(counts: np.ndarray, categories: Sequence[str], tie: str
         elif tie == "random":
             labels.append(categories[int(rng.choice(np.flatnonzero(winners[row])))])
         else:  # fixed:L settles a tie only when L is one of the tied answers
+            assert fixed is not None  # _fixed_label gives None only for none and random
             labels.append(fixed if winners[row][list(categories).index(fixed)] else None)
     return MajorityResult(labels, ties, tie)
 
@@ -198,7 +200,7 @@ def median_labels(table: UnitTable) -> np.ndarray:
     )
 
 
-def aggregate_rows(table: UnitTable, question: str, tie: str = "none", seed: int = 0) -> list[dict]:
+def aggregate_rows(table: UnitTable, question: str, tie: str = "none", seed: int = 0) -> list[dict[str, Any]]:
     """Per unit: majority label (tie policy applied), tie flag, soft label, median, vote counts."""
     majority = majority_labels(table, tie, seed)
     soft = soft_labels(table)

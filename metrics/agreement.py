@@ -39,8 +39,9 @@ Krippendorff's (2011) example, observers A–D on 12 units:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -133,7 +134,7 @@ def percent_agreement(counts: np.ndarray) -> float:
 def _prevalence(counts: np.ndarray) -> np.ndarray:
     m = counts.sum(axis=1)
     rated = m >= 1
-    return (counts[rated] / m[rated, None]).mean(axis=0)
+    return np.asarray((counts[rated] / m[rated, None]).mean(axis=0))
 
 
 def fleiss_kappa(counts: np.ndarray) -> float:
@@ -190,7 +191,7 @@ def agreement_weights(values: np.ndarray, scheme: str) -> np.ndarray | None:
         return None
     span = float(values.max() - values.min()) or 1.0
     distance = np.abs(values[:, None] - values[None, :]) / span
-    return 1 - (distance if scheme == "linear" else distance**2)
+    return np.asarray(1 - (distance if scheme == "linear" else distance**2))
 
 
 def gwet_ac2(counts: np.ndarray, weights: np.ndarray) -> float:
@@ -254,7 +255,7 @@ def alpha_from_counts(counts: np.ndarray, values: np.ndarray | None, level: str)
         )
     if level == "nominal":
         domain = np.arange(counts.shape[1])  # category labels need not be numbers
-    return float(krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=level))
+    return float(krippendorff.alpha(value_counts=counts, value_domain=domain, level_of_measurement=cast(Any, level)))
 
 
 def krippendorff_alpha(table: UnitTable, level: str) -> float:
@@ -286,7 +287,7 @@ def cohen_kappa(
     return round(float(cohens_kappa(table, return_results=False)), 12), n
 
 
-def _safe(compute, notes: list[str], name: str):
+def _safe(compute: Callable[[], Any], notes: list[str], name: str) -> float | None:
     try:
         value = compute()
     except Undefined as why:
@@ -298,7 +299,7 @@ def _safe(compute, notes: list[str], name: str):
     return float(value)
 
 
-def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None = None) -> list[dict]:
+def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None = None) -> list[dict[str, Any]]:
     """Each annotator against the majority of the others (ties skipped), and on gold items."""
     from statsmodels.stats.inter_rater import cohens_kappa
 
@@ -309,9 +310,9 @@ def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None 
         voted = ~np.isnan(mine)
         others = table.counts.copy()
         others[np.flatnonzero(voted), mine[voted].astype(int)] -= 1
-        majority = majority_from_counts(others, list(range(n_categories)), "none").labels
-        pairs = [(int(mine[u]), majority[u]) for u in np.flatnonzero(voted) if majority[u] is not None]
-        row = {
+        majority = majority_from_counts(others, [str(c) for c in range(n_categories)], "none").labels  # category codes
+        pairs = [(int(mine[u]), int(label)) for u in np.flatnonzero(voted) if (label := majority[u]) is not None]
+        row: dict[str, Any] = {
             "annotator": name,
             "n_votes": int(voted.sum()),
             "n_compared": len(pairs),
@@ -341,11 +342,11 @@ def annotator_rows(table: UnitTable, gold: Mapping[tuple[str, str], str] | None 
 POINT_COEFFICIENTS = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
 
 
-def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str, weights: np.ndarray | None = None) -> dict:
+def _coefficients(counts: np.ndarray, values: np.ndarray | None, level: str, weights: np.ndarray | None = None) -> dict[str, Any]:
     """The unit-level coefficients (NaN where undefined), for the estimate's items and for bootstrap
     resamples of them; Gwet's AC2 too when ``weights`` are given."""
-    out = {}
-    computations = [
+    out: dict[str, Any] = {}
+    computations: list[tuple[str, Callable[[], Any]]] = [
         ("percent_agreement", lambda: percent_agreement(counts)),
         ("krippendorff_alpha", lambda: alpha_from_counts(counts, values, level)),
         ("fleiss_kappa", lambda: fleiss_kappa(counts)),
@@ -404,7 +405,7 @@ class CountStatistics:
         if v is None:
             return None
         if self.level == "interval":
-            return (v[:, None] - v[None, :]) ** 2
+            return np.asarray((v[:, None] - v[None, :]) ** 2)
         if self.level == "ratio":
             total = v[:, None] + v[None, :]
             return np.where(total == 0, 0.0, (v[:, None] - v[None, :]) / np.where(total == 0, 1.0, total)) ** 2
@@ -413,7 +414,7 @@ class CountStatistics:
         low = np.minimum.outer(np.arange(q), np.arange(q))
         high = np.maximum.outer(np.arange(q), np.arange(q))
         between = cumulative[..., high + 1] - cumulative[..., low]
-        return (between - (n_k[..., :, None] + n_k[..., None, :]) / 2) ** 2
+        return np.asarray((between - (n_k[..., :, None] + n_k[..., None, :]) / 2) ** 2)
 
     def evaluate(self, sums: np.ndarray) -> dict[str, np.ndarray]:
         """Each coefficient from sums of the features (any leading shape)."""
@@ -460,7 +461,7 @@ CI_WORDS = {  # each family in the words of a table header (the unit of resampli
 
 
 def _atanh(x: np.ndarray) -> np.ndarray:
-    return np.arctanh(np.clip(x, -1 + 1e-9, 1 - 1e-9))
+    return np.asarray(np.arctanh(np.clip(x, -1 + 1e-9, 1 - 1e-9)))
 
 
 def interval_families(
@@ -519,8 +520,8 @@ def jackknife_sums(features: np.ndarray, weights: np.ndarray | None = None) -> n
     """Sums with one item left out, for every item (n × K), or for every resample (B × n × K) when
     ``weights`` (B × n) are given (an item drawn several times: one copy left out)."""
     if weights is None:
-        return features.sum(axis=0)[None, :] - features
-    return (weights @ features)[:, None, :] - features[None, :, :]
+        return np.asarray(features.sum(axis=0)[None, :] - features)
+    return np.asarray((weights @ features)[:, None, :] - features[None, :, :])
 
 
 def bootstrap_cis(
@@ -614,7 +615,7 @@ def agreement_report(
     gold: Mapping[tuple[str, str], str] | None = None,
     weights: str = "none",
     categories: Sequence[str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Every coefficient for one question's votes, with CIs and notes (the CLI's JSON per question).
 
     Point estimates and their bootstrap use the same items: every item with a vote.  ``level``
@@ -644,7 +645,7 @@ def agreement_report(
         )
     values = table.numeric_values
     rated = table.counts[table.votes_per_unit >= 1]  # the items every coefficient and its bootstrap use
-    result = {
+    result: dict[str, Any] = {
         "n_items": len(table.units),
         "n_annotators": len(table.annotators),
         "n_votes": int(table.counts.sum()),

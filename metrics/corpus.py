@@ -20,8 +20,9 @@ for any other domain the number of its distinct slots seen in the data.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class ScoreSettings:
     rsa: str = "macro"
     normalise: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.rsa not in RSA_AGGREGATIONS:
             raise ValueError(f"RSA aggregation must be one of {', '.join(RSA_AGGREGATIONS)}")
         if self.slot_count <= 0:
@@ -64,7 +65,7 @@ class ScoreSettings:
             return f"linspace:{values[0]:g}:{values[-1]:g}:{values.size}"
         return ",".join(self.lambda_labels)
 
-    def as_signature(self, **analysis) -> Signature:
+    def as_signature(self, **analysis: Any) -> Signature:
         """This scoring's :class:`~metrics.signature.Signature` with every registry metric, plus the
         analysis settings given (``rating``, ``resamples``, ...).
 
@@ -119,9 +120,9 @@ def parse_lambdas(text: str) -> tuple[tuple[float, ...], tuple[str, ...]]:
     return values, labels
 
 
-def _rows(table: dict[str, np.ndarray], labels: Sequence[str], index=None) -> dict:
-    pick = (lambda a: a) if index is None else (lambda a: a[index])
-    row = {key: int(pick(table[key])) for key in COUNT_KEYS}
+def _rows(table: dict[str, np.ndarray], labels: Sequence[str], index: int | None = None) -> dict[str, Any]:
+    pick: Callable[[np.ndarray], Any] = (lambda a: a) if index is None else (lambda a: a[index])
+    row: dict[str, Any] = {key: int(pick(table[key])) for key in COUNT_KEYS}
     for key in RATE_KEYS:
         value = float(pick(table[key]))
         row[key] = None if math.isnan(value) else value
@@ -144,9 +145,14 @@ def domain_slot_count(domain: str, dialogues: Sequence[Dialogue], settings: Scor
     return max(len(seen), 1)
 
 
-def score_statistics(stats: TurnStatistics, settings: ScoreSettings, *, per_dialogue: bool = False) -> dict:
+def score_statistics(stats: TurnStatistics, settings: ScoreSettings, *, per_dialogue: bool = False) -> dict[str, Any]:
     corpus = score_table(stats, settings.lambdas, slot_count=settings.slot_count, rsa=settings.rsa)
-    result = {"signature": settings.signature(), "corpus": _rows(corpus, settings.lambda_labels), "dialogues": [], "domains": {}}
+    result: dict[str, Any] = {
+        "signature": settings.signature(),
+        "corpus": _rows(corpus, settings.lambda_labels),
+        "dialogues": [],
+        "domains": {},
+    }
     if per_dialogue:
         table = score_table(stats, settings.lambdas, slot_count=settings.slot_count, rsa=settings.rsa, per_dialogue=True)
         result["dialogues"] = [
@@ -157,7 +163,7 @@ def score_statistics(stats: TurnStatistics, settings: ScoreSettings, *, per_dial
 
 def score_dialogues(
     dialogues: Sequence[Dialogue], settings: ScoreSettings, *, per_dialogue: bool = False, by_domain: bool = False
-) -> dict:
+) -> dict[str, Any]:
     """Every metric for the dialogues (see the module docstring for the layout)."""
     stats = extract(dialogues, normalise=settings.normalise)
     result = score_statistics(stats, settings, per_dialogue=per_dialogue)

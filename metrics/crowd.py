@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class ItemLabel:
     majority: str | None
     agrees: bool
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -93,7 +94,7 @@ class AnnotatorSkill:
     competence_ci: tuple[float, float] | None = None  # 95% percentile bootstrap over items
     spammer_score_ci: tuple[float, float] | None = None
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -123,7 +124,7 @@ class ModelLabels:
     def spammers(self) -> tuple[str, ...]:
         return tuple(a.annotator for a in self.annotators if a.spammer)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "method": self.method,
@@ -187,7 +188,7 @@ def _em_steps(
     posterior = np.broadcast_to(counts / counts.sum(axis=1, keepdims=True), (b, n_units, k))
     total = weights.sum(axis=1)[:, None]
 
-    def m_step(posterior):
+    def m_step(posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         priors = (weights[:, :, None] * posterior).sum(axis=1) / total
         sums = np.add.reduceat(weights[:, unit_by_cell, None] * posterior[:, unit_by_cell, :], cell_starts, axis=1)
         errors = np.zeros((b, n_annotators * k, k))
@@ -320,7 +321,7 @@ def em_fit(
 
 def competences(priors: np.ndarray, errors: np.ndarray) -> np.ndarray:
     """Σ_c prior(c) P(c | c): B × annotators, from priors B × K and errors B × A × K × K."""
-    return np.einsum("bc,bacc->ba", priors, errors)
+    return cast(np.ndarray, np.einsum("bc,bacc->ba", priors, errors))
 
 
 def spammer_scores(errors: np.ndarray) -> np.ndarray:
@@ -328,10 +329,10 @@ def spammer_scores(errors: np.ndarray) -> np.ndarray:
     k = errors.shape[-1]
     confusion = np.swapaxes(errors, 2, 3)  # rows the true class
     differences = confusion[:, :, :, None, :] - confusion[:, :, None, :, :]
-    return (differences**2).sum(axis=(2, 3, 4)) / 2 / (k * (k - 1))
+    return cast(np.ndarray, (differences**2).sum(axis=(2, 3, 4)) / 2 / (k * (k - 1)))
 
 
-def _empty(question: str, categories, notes: list[str], threshold: float) -> ModelLabels:
+def _empty(question: str, categories: Sequence[str], notes: list[str], threshold: float) -> ModelLabels:
     k = max(len(categories), 1)
     return ModelLabels(question, METHOD, tuple(categories), (), (), (), 1 / k, threshold, 0, False, tuple(notes))
 
@@ -398,6 +399,8 @@ def dawid_skene(
         )
     iterations = fit.iterations
     n_items = (~np.isnan(table.codes)).sum(axis=1)
+    competence_ci: list[tuple[float, float] | None]
+    score_ci: list[tuple[float, float] | None]
     competence_ci = score_ci = [None] * len(annotators)
     if resamples > 0:
         rng = np.random.default_rng(seed)

@@ -39,10 +39,12 @@ more votes, or an ICC whose predicted standard error leaves a non-positive estim
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any, cast, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from metrics.adaptive import inclusion_probabilities, lambda_scores
 from metrics.calibrate import refined_argmax
@@ -74,7 +76,7 @@ class Estimate:
 # ---------------------------------------------------------------- the estimand
 
 
-def rating_matrix(ratings_by_dialogue) -> np.ndarray:
+def rating_matrix(ratings_by_dialogue: np.ndarray | Sequence[Iterable[float]]) -> np.ndarray:
     """Dialogues × votes (NaN: none) from a 2-D array or a sequence of per-dialogue vote sequences."""
     if isinstance(ratings_by_dialogue, np.ndarray) and ratings_by_dialogue.ndim == 2:
         return ratings_by_dialogue.astype(float)
@@ -86,14 +88,21 @@ def rating_matrix(ratings_by_dialogue) -> np.ndarray:
     return out
 
 
-def _sums(matrix: np.ndarray):
+def _sums(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     k = np.isfinite(matrix).sum(axis=1).astype(float)
     s = np.nansum(matrix, axis=1)
     q = np.nansum(matrix**2, axis=1)
     return k, s, q
 
 
-def _icc_from_totals(units, total, total_k2, sum_s, between_raw, within):
+def _icc_from_totals(
+    units: float | np.ndarray,
+    total: float | np.ndarray,
+    total_k2: float | np.ndarray,
+    sum_s: float | np.ndarray,
+    between_raw: float | np.ndarray,
+    within: float | np.ndarray,
+) -> np.ndarray:
     """ICC(1,1) of the one-way ANOVA (k0 for unequal counts) from totals over the overlap dialogues;
     arrays broadcast (the leave-one-out totals at once)."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -105,7 +114,7 @@ def _icc_from_totals(units, total, total_k2, sum_s, between_raw, within):
     return np.where((units >= 2) & (msb + msw > 0), single, np.nan)
 
 
-def _reliability(single, inv_k_mean):
+def _reliability(single: float | np.ndarray, inv_k_mean: float | np.ndarray) -> np.ndarray:
     """Spearman-Brown at the harmonic k: ICC / (ICC + (1 − ICC)·mean(1/k)); NaN when ICC ≤ 0."""
     with np.errstate(invalid="ignore", divide="ignore"):
         r = single / (single + (1 - single) * inv_k_mean)
@@ -147,7 +156,9 @@ def _t(n: int, confidence: float) -> float:
     return float(student_t.ppf(0.5 + confidence / 2, max(n - 1, 1)))
 
 
-def corrected_r(metric, ratings_by_dialogue, *, confidence: float = 0.95) -> Estimate:
+def corrected_r(
+    metric: ArrayLike, ratings_by_dialogue: np.ndarray | Sequence[Iterable[float]], *, confidence: float = 0.95
+) -> Estimate:
     """ρ(metric, T) = r(metric, dialogue mean rating) / √(reliability of the means), with a jackknife-t
     interval over dialogues on Fisher's z (the ICC and mean(1/k) re-estimated without each dialogue)."""
     x = np.asarray(metric, dtype=float)
@@ -162,6 +173,8 @@ def corrected_r(metric, ratings_by_dialogue, *, confidence: float = 0.95) -> Est
     with np.errstate(invalid="ignore"):
         loo = leave_one_out_pearson(x, y) / np.sqrt(rel_loo)
     method = "r(metric, mean rating) / sqrt(reliability of the means), ICC(1,1) on the overlap dialogues"
+    low: float | None
+    high: float | None
     low = high = None
     finite = loo[np.isfinite(loo)]
     if abs(value) < 1 and finite.size >= 4 and np.all(np.abs(finite) < 1):
@@ -180,7 +193,13 @@ def _raw_var(values: np.ndarray) -> float:
     return float((m - 1) / m * np.sum((values - values.mean()) ** 2))
 
 
-def corrected_difference(metric_a, metric_b, ratings_by_dialogue, *, confidence: float = 0.95) -> Estimate:
+def corrected_difference(
+    metric_a: ArrayLike,
+    metric_b: ArrayLike,
+    ratings_by_dialogue: np.ndarray | Sequence[Iterable[float]],
+    *,
+    confidence: float = 0.95,
+) -> Estimate:
     """ρ(A, T) − ρ(B, T) = (r_a − r_b) / √R, with a jackknife-t interval over dialogues (raw scale; the
     ICC and mean(1/k) re-estimated without each dialogue, so the correction's uncertainty enters)."""
     xa, xb = np.asarray(metric_a, dtype=float), np.asarray(metric_b, dtype=float)
@@ -194,6 +213,8 @@ def corrected_difference(metric_a, metric_b, ratings_by_dialogue, *, confidence:
     with np.errstate(invalid="ignore"):
         loo = (leave_one_out_pearson(xa, y) - leave_one_out_pearson(xb, y)) / np.sqrt(rel_loo)
     finite = loo[np.isfinite(loo)]
+    low: float | None
+    high: float | None
     low = high = None
     if finite.size >= 4:
         half = _t(finite.size, confidence) * math.sqrt(_raw_var(finite))
@@ -212,7 +233,9 @@ def icc_variance(icc: float, k: float, m: int) -> float:
     return 2 * (1 - icc) ** 2 * (1 + (k - 1) * icc) ** 2 / (k * (k - 1) * (m - 1))
 
 
-def _var_diff_r(r_a, r_b, r_ab, n):
+def _var_diff_r(
+    r_a: float | np.ndarray, r_b: float | np.ndarray, r_ab: float | np.ndarray, n: float | np.ndarray
+) -> float | np.ndarray:
     """n·Var(r_a − r_b) of two correlations sharing a variable (Olkin & Finn 1990; Steiger 1980, eq. 3)."""
     cov = 0.5 * (2 * r_ab - r_a * r_b) * (1 - r_a**2 - r_b**2 - r_ab**2) + r_ab**3
     return ((1 - r_a**2) ** 2 + (1 - r_b**2) ** 2 - 2 * cov) / n
@@ -221,7 +244,7 @@ def _var_diff_r(r_a, r_b, r_ab, n):
 CORRECTION_POINTS = 64  # conditional quantiles of the ICC estimate's exact distribution used for the prediction
 
 
-def icc_estimate_quantiles(icc: float, k_o: int, m) -> tuple[np.ndarray, np.ndarray]:
+def icc_estimate_quantiles(icc: float, k_o: int, m: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """The ICC(1,1) estimate of m dialogues with k_o votes each at ``CORRECTION_POINTS`` equally likely
     points of its exact distribution under the normal one-way model (MSB/MSW is
     (1 + (k_o − 1)ICC)/(1 − ICC) times an F(m − 1, m(k_o − 1)) variable; Searle, Casella & McCulloch
@@ -238,7 +261,7 @@ def icc_estimate_quantiles(icc: float, k_o: int, m) -> tuple[np.ndarray, np.ndar
     return (ratio - 1) / (ratio + k_o - 1), p_zero[..., 0]
 
 
-def _mixture_width(centre, sd, factor, confidence, iterations: int = 40):
+def _mixture_width(centre: ArrayLike, sd: ArrayLike, factor: np.ndarray, confidence: float, iterations: int = 40) -> np.ndarray:
     """Width of the central ``confidence`` interval of (centre + sd·Z)·factor_j, j equally likely
     (``factor`` has the points on its last axis): the mixture's quantiles by bisection, vectorised."""
     from scipy.special import ndtr
@@ -247,20 +270,31 @@ def _mixture_width(centre, sd, factor, confidence, iterations: int = 40):
     lo_end = np.minimum((centre - 8 * sd) * factor, (centre + 8 * sd) * factor).min(axis=-1)
     hi_end = np.maximum((centre - 8 * sd) * factor, (centre + 8 * sd) * factor).max(axis=-1)
 
-    def quantile(p):
+    def quantile(p: float) -> np.ndarray:
         lo, hi = lo_end.copy(), hi_end.copy()
         for _ in range(iterations):
             mid = (lo + hi) / 2
             cdf = ndtr((mid[..., None] / factor - centre) / sd).mean(axis=-1)
             below = cdf < p
             lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-        return (lo + hi) / 2
+        return cast(np.ndarray, (lo + hi) / 2)
 
     tail = (1 - confidence) / 2
-    return quantile(1 - tail) - quantile(tail)
+    return cast(np.ndarray, quantile(1 - tail) - quantile(tail))
 
 
-def predicted_width(question: str, r_a: float, r_b: float, r_ab: float, *, icc: float, n, m, k_o, confidence: float = 0.95):
+def predicted_width(
+    question: str,
+    r_a: float,
+    r_b: float,
+    r_ab: float,
+    *,
+    icc: float,
+    n: ArrayLike,
+    m: ArrayLike,
+    k_o: int,
+    confidence: float = 0.95,
+) -> float | np.ndarray:
     """Predicted interval width (arrays broadcast over n, m) for n dialogues, m of them with k_o votes and
     the rest one; ``r_a``, ``r_b`` are the corrected (k-free) correlations, ``r_ab`` the metrics'.
 
@@ -320,7 +354,7 @@ class Design:
     pi_dialogue: float = field(init=False)
     pi_overlap: float = field(init=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "pi_dialogue", self.n / self.pool if self.pool else 0.0)
         object.__setattr__(self, "pi_overlap", self.m / self.n if self.n else 0.0)
 
@@ -333,7 +367,7 @@ class Design:
         k[rng.choice(chosen, size=self.m, replace=False)] = self.k_overlap
         return k
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -354,7 +388,7 @@ class Proposal:
         """1 − the proposal's judgements / uniform k = 3's for the same width (None: uniform cannot reach it)."""
         return None if self.uniform_needed is None else 1 - self.proposal.judgements / self.uniform_needed
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         out = {
             "question": self.question,
             "icc": self.icc,
@@ -382,16 +416,29 @@ def pool_correlation(metric_scores: Mapping[str, Sequence[float]], a: str, b: st
     return float(np.corrcoef(xa[ok], xb[ok])[0, 1]), int(xa.size)
 
 
-def _identified(icc, k_o, m):
+def _identified(icc: float, k_o: int, m: np.ndarray) -> np.ndarray:
     se = np.sqrt(2 * (1 - icc) ** 2 * (1 + (k_o - 1) * icc) ** 2 / (k_o * (k_o - 1) * np.maximum(m - 1, 1e-9)))
-    return (m >= MIN_OVERLAP) & (icc / se >= MIN_ICC_Z)
+    return cast(np.ndarray, (m >= MIN_OVERLAP) & (icc / se >= MIN_ICC_Z))
 
 
-def _width(question, r_a, r_b, r_ab, icc, n, m, k_o, confidence):
+@overload
+def _width(
+    question: str, r_a: float, r_b: float, r_ab: float, icc: float, n: int, m: int, k_o: int, confidence: float
+) -> float: ...
+@overload
+def _width(
+    question: str, r_a: float, r_b: float, r_ab: float, icc: float, n: np.ndarray, m: np.ndarray, k_o: int, confidence: float
+) -> np.ndarray: ...
+def _width(
+    question: str, r_a: float, r_b: float, r_ab: float, icc: float, n: ArrayLike, m: ArrayLike, k_o: int, confidence: float
+) -> float | np.ndarray:
+    """:func:`predicted_width`: a float for a number of dialogues n and m, an array for arrays of them."""
     return predicted_width(question, r_a, r_b, r_ab, icc=icc, n=n, m=m, k_o=k_o, confidence=confidence)
 
 
-def _candidates(question, pool, icc, k_options):
+def _candidates(
+    question: str, pool: int, icc: float, k_options: Sequence[int]
+) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
     """Every (n, m, k_o) on a grid: n all of 1..pool (agreement: n = m), m all up to 2000 then geometric."""
     dense = np.arange(MIN_OVERLAP, min(pool, 2000) + 1)
     m_grid = np.unique(np.concatenate([dense, np.geomspace(2000, max(pool, 2000), 200).astype(int)]))
@@ -435,7 +482,7 @@ def design(
     from metrics.planning import check
 
     check(r_a, r_b, r_ab)
-    best: tuple | None = None  # (key, n, m, k_o, width, judgements)
+    best: tuple[tuple[Any, Any], int, int, int, float, int] | None = None  # (key, n, m, k_o, width, judgements)
     for k_o, ms, fixed_n in _candidates(question, pool, icc, k_options):
         if ms.size == 0:
             continue
@@ -456,6 +503,7 @@ def design(
             ms = np.unique(ms[np.unique(np.geomspace(1, ms.size, 160).astype(int) - 1)])  # m smooth: 160 values
             lo = np.maximum(ms, 4).astype(float)
             hi = np.full(ms.size, float(pool))
+            assert target_width is not None  # no budget: a target width (checked above)
             reach = _width(question, r_a, r_b, r_ab, icc, hi, ms, k_o, confidence) <= target_width
             if not reach.any():
                 continue
@@ -469,7 +517,7 @@ def design(
             ns = hi.astype(int)
             widths = _width(question, r_a, r_b, r_ab, icc, ns, mm, k_o, confidence)
             cost = ns + mm * (k_o - 1)
-        keep = (cost <= budget) if budget is not None else (widths <= target_width)
+        keep = (cost <= budget) if budget is not None else (widths <= cast(float, target_width))  # one of the two is given
         if not keep.any():
             continue
         ns, mm, widths, cost = ns[keep], mm[keep], widths[keep], cost[keep]
@@ -480,8 +528,8 @@ def design(
             best = (key, int(ns[i]), int(mm[i]), k_o, float(widths[i]), int(cost[i]))
     if best is None:
         raise _no_design(budget, target_width, pool, icc)
-    _, n, m, k_o, width, cost = best
-    proposal = Design("designer", n, m, k_o, cost, width, pool)
+    _, n, m, k_o, width, judgements = best
+    proposal = Design("designer", n, m, k_o, judgements, width, pool)
     uniform = _uniform(question, r_a, r_b, r_ab, icc, pool, budget, target_width, confidence)
     fga = _fixed(question, r_a, r_b, r_ab, icc, pool, 100, 11, "FGA study 11 x 100", confidence)
     needed = _uniform_judgements(question, r_a, r_b, r_ab, icc, pool, width, confidence)
@@ -491,7 +539,7 @@ def design(
     return Proposal(question, proposal, uniform, fga, icc, r_a, r_b, r_ab, tuple(notes), needed)
 
 
-def _no_design(budget, target_width, pool: int, icc: float) -> ValueError:
+def _no_design(budget: int | None, target_width: float | None, pool: int, icc: float) -> ValueError:
     need = f"a budget of {budget} judgements" if budget is not None else f"a width of {target_width}"
     return ValueError(
         f"no identified design for {need} on a pool of {pool} dialogues at ICC {icc}: the overlap subset needs at "
@@ -506,7 +554,9 @@ def _min_overlap(icc: float, k_o: int) -> int:
     return int(m[ok[0]]) if ok.size else -1
 
 
-def _fixed(question, r_a, r_b, r_ab, icc, pool, n, k, label, confidence) -> Design | None:
+def _fixed(
+    question: str, r_a: float, r_b: float, r_ab: float, icc: float, pool: int, n: int, k: int, label: str, confidence: float
+) -> Design | None:
     n = min(n, pool)
     if n < max(MIN_OVERLAP, 4):
         return None
@@ -514,14 +564,27 @@ def _fixed(question, r_a, r_b, r_ab, icc, pool, n, k, label, confidence) -> Desi
     return Design(label, n, n, k, n * k, float(width), pool)
 
 
-def _uniform(question, r_a, r_b, r_ab, icc, pool, budget, target_width, confidence) -> Design | None:
+def _uniform(
+    question: str,
+    r_a: float,
+    r_b: float,
+    r_ab: float,
+    icc: float,
+    pool: int,
+    budget: int | None,
+    target_width: float | None,
+    confidence: float,
+) -> Design | None:
     if budget is not None:
         return _fixed(question, r_a, r_b, r_ab, icc, pool, budget // 3, 3, "uniform k = 3", confidence)
+    assert target_width is not None  # design(): a budget or a target width
     needed = _uniform_judgements(question, r_a, r_b, r_ab, icc, pool, target_width, confidence)
     return None if needed is None else _fixed(question, r_a, r_b, r_ab, icc, pool, needed // 3, 3, "uniform k = 3", confidence)
 
 
-def _uniform_judgements(question, r_a, r_b, r_ab, icc, pool, width, confidence) -> int | None:
+def _uniform_judgements(
+    question: str, r_a: float, r_b: float, r_ab: float, icc: float, pool: int, width: float, confidence: float
+) -> int | None:
     """Judgements uniform k = 3 needs for ``width`` (None: not within the pool)."""
     ns = np.arange(MIN_OVERLAP, pool + 1)
     if ns.size == 0:
@@ -537,7 +600,7 @@ LAMBDA_REPLICATES = 2000  # simulated studies behind a predicted λ* width
 DESIGN_GRID = tuple(round(float(x), 2) for x in np.linspace(0.05, 2.0, 40))  # the λ grid the app and CLI score a pool on
 
 
-def nearest_on_grid(lam: float, grid=DESIGN_GRID) -> float:
+def nearest_on_grid(lam: float, grid: Sequence[float] = DESIGN_GRID) -> float:
     """The grid's λ nearest to ``lam`` (the prior best λ of the question 'lambda')."""
     return float(min(grid, key=lambda g: abs(g - lam)))
 
@@ -576,8 +639,8 @@ def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, 
 
 
 def simulated_lambda_stars(
-    fga,
-    grid,
+    fga: ArrayLike,
+    grid: ArrayLike,
     lam0: float,
     rho: float,
     icc: float,
@@ -585,9 +648,9 @@ def simulated_lambda_stars(
     m: int,
     k_o: int,
     *,
-    weighted=False,
-    replicates=LAMBDA_REPLICATES,
-    seed=29,
+    weighted: bool = False,
+    replicates: int = LAMBDA_REPLICATES,
+    seed: int = 29,
     chunk: int = 250,
 ) -> np.ndarray:
     """λ̂ (:func:`refined_argmax` of r(FGA_λ, mean rating)) in simulated studies of n pool dialogues drawn
@@ -609,6 +672,7 @@ def simulated_lambda_stars(
     for start in range(0, replicates, chunk):
         b = min(chunk, replicates - start)
         if weighted:
+            assert pi is not None  # weighted
             taken = rng.random((b, pool)) < pi
             w = np.where(taken, 1 / pi, 0.0)
         else:
@@ -636,7 +700,18 @@ def simulated_lambda_stars(
 
 
 def lambda_width(
-    fga, grid, lam0, rho, icc, n, m, k_o, *, weighted=False, confidence: float = 0.95, replicates=LAMBDA_REPLICATES
+    fga: ArrayLike,
+    grid: ArrayLike,
+    lam0: float,
+    rho: float,
+    icc: float,
+    n: int,
+    m: int,
+    k_o: int,
+    *,
+    weighted: bool = False,
+    confidence: float = 0.95,
+    replicates: int = LAMBDA_REPLICATES,
 ) -> float:
     """Predicted width of λ*'s interval: the central ``confidence`` range of :func:`simulated_lambda_stars`."""
     stars = simulated_lambda_stars(fga, grid, lam0, rho, icc, n, m, k_o, weighted=weighted, replicates=replicates)
@@ -644,7 +719,7 @@ def lambda_width(
     return float(high - low)
 
 
-def _reach(width_of, target: float, *, start: int, low: int, high: int, rounds: int = 8) -> int | None:
+def _reach(width_of: Callable[[int], float], target: float, *, start: int, low: int, high: int, rounds: int = 8) -> int | None:
     """The smallest n in [low, high] whose (simulated) width is at most ``target``, found by the 1/√n law
     from ``start`` and checked by simulation at each step; None when even ``high`` is wider."""
     n, best = int(start), None
@@ -663,13 +738,22 @@ def _reach(width_of, target: float, *, start: int, low: int, high: int, rounds: 
     return best
 
 
-def _n_reliability(icc, n, m, k_o):
+def _n_reliability(icc: float, n: np.ndarray, m: np.ndarray, k_o: int) -> np.ndarray:
     """n·R: λ*'s precision grows with it (width ∝ 1/√(nR)): the rater noise of a mean, 1/R, over n dialogues."""
     h = ((n - m) + m / k_o) / n
-    return n * icc / (icc + (1 - icc) * h)
+    return cast(np.ndarray, n * icc / (icc + (1 - icc) * h))
 
 
-def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_options, confidence) -> Proposal:
+def _design_lambda(
+    metric_scores: Mapping[str, Sequence[float]],
+    budget: int | None,
+    target_width: float | None,
+    icc: float,
+    r_a: float,
+    metric_a: str,
+    k_options: Sequence[int],
+    confidence: float,
+) -> Proposal:
     """λ*: the argmax of r(FGA_λ, rating) is not moved by the common factor √R, so no correction enters and
     the most dialogues win (width ∝ 1/√(nR), nR = n·ICC/(ICC + (1 − ICC)·mean(1/k)), largest at k = 1);
     an overlap subset, the smallest identified one, is kept so that agreement and the human ceiling stay
@@ -691,7 +775,7 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
     j0 = int(np.argmin(np.abs(grid - lam0)))
     if np.ptp(fga[:, j0]) == 0:
         raise ValueError(f"FGA at λ {grid[j0]:g} is the same on every pool dialogue: nothing to correlate with")
-    best = None  # (key, n, m, k_o)
+    best: tuple[Any, int, int, int] | None = None  # (key, n, m, k_o)
     for k_o in k_options:
         ms = np.arange(MIN_OVERLAP, pool + 1)
         ms = ms[_identified(icc, k_o, ms)]
@@ -716,15 +800,16 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
         candidate = (key, int(ns[i]), int(ms[i]), k_o)
         if budget is None:
             best = candidate if best is None else best  # target: chosen below from nR
-        elif best is None or key < best[0]:
+        elif best is None or cast("tuple[Any, Any]", key) < best[0]:  # with a budget every key is a tuple
             best = candidate
     if best is None:
         raise _no_design(budget, target_width, pool, icc)
 
-    def width(n, m, k_o, weighted=False):
+    def width(n: int, m: int, k_o: int, weighted: bool = False) -> float:
         return lambda_width(fga, grid, lam0, r_a, icc, n, m, k_o, weighted=weighted, confidence=confidence)
 
     if budget is None:  # the fewest dialogues whose simulated width reaches the target (width ∝ 1/√n, then checked)
+        assert target_width is not None  # design(): a budget or a target width
         k_o = min(k_options, key=lambda k: _min_overlap(icc, k) * (k - 1) if _min_overlap(icc, k) > 0 else math.inf)
         m = _min_overlap(icc, k_o)
         if m < 0 or m > pool:
@@ -740,10 +825,12 @@ def _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_op
         _, n, m, k_o = best
         n3 = min(budget // 3, pool)
     proposal = Design("designer", n, m, k_o, n + m * (k_o - 1), width(n, m, k_o, True), pool, "lambda")
+    assert proposal.width is not None  # width() is a float
     uniform = None
     uniform_needed = None
     if n3 is not None and n3 >= MIN_OVERLAP:
         uniform = Design("uniform k = 3", n3, n3, 3, 3 * n3, width(n3, n3, 3), pool)
+        assert uniform.width is not None  # width() is a float
         same = math.ceil(n3 * (uniform.width / proposal.width) ** 2) if proposal.width > 0 else None
         uniform_needed = 3 * same if same is not None and same <= pool else None
     n11 = min(100, pool)

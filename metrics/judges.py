@@ -10,6 +10,8 @@ Answers compare as numbers when every answer to the question (humans and judges)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from formats.tidy import Vote, VoteTable
@@ -32,7 +34,7 @@ def _kappa(human: np.ndarray, judge: np.ndarray, k: int) -> float | None:
         return None
 
 
-def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resamples: int = 1000, seed: int = 0) -> dict:
+def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The ``python -m metrics judge --json`` contract for one question."""
     human_votes, judge_votes = human.for_question(question), judges.for_question(question)
     if not human_votes:
@@ -69,7 +71,7 @@ def judge_report(human: VoteTable, judges: VoteTable, question: str, *, resample
         shared = [u for u in labels if u in truth]
         h = np.array([index[truth[u]] for u in shared])
         j = np.array([index[labels[u]] for u in shared])
-        row = {
+        row: dict[str, Any] = {
             "judge": name,
             "n": len(shared),
             "accuracy": None,

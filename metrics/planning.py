@@ -19,6 +19,8 @@ k annotators × n = budget / k dialogues for each k and gives the power of each 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +71,7 @@ def dialogues_needed(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, p
 
 def power_curve(
     r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, up_to: int | None = None, points: int = 20
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Power at ``points`` sample sizes from 10 to ``up_to`` (default: twice the planned n, at least 50)."""
     check(r_a, r_b, r_ab)
     needed = dialogues_needed(r_a, r_b, r_ab, alpha) or 500
@@ -78,7 +80,7 @@ def power_curve(
     return [{"n": n, "power": williams_power(r_a, r_b, r_ab, n, alpha)} for n in sizes]
 
 
-def harmonic_count(counts) -> float:
+def harmonic_count(counts: Mapping[Any, float] | Iterable[float]) -> float:
     """The harmonic mean of ratings per dialogue (a mapping or sequence of counts; 1 when empty): the k at
     which Spearman-Brown gives the average reliability of dialogues rated k_d times each (issue 26).
 
@@ -96,7 +98,7 @@ def spearman_brown(single: float, k: float) -> float:
 
 def budget_plan(
     r_a: float, r_b: float, r_ab: float, icc_single: float, k_pilot: float, budget: int, *, max_k: int = 11, alpha: float = 0.05
-) -> dict:
+) -> dict[str, Any]:
     """Spend ``budget`` judgements as k annotators × budget // k dialogues, k = 1..max_k.
 
     ``r_a`` and ``r_b`` were measured against the mean of ``k_pilot`` ratings per dialogue; they are
@@ -104,7 +106,7 @@ def budget_plan(
     """
     if not 0 < icc_single < 1:
         raise ValueError(f"the single-rating reliability (ICC(1,1)) must lie in (0, 1) for a budget plan, got {icc_single}")
-    options = []
+    options: list[dict[str, Any]] = []
     base = spearman_brown(icc_single, k_pilot)
     for k in range(1, max_k + 1):
         scale = math.sqrt(spearman_brown(icc_single, k) / base)
@@ -122,7 +124,7 @@ def budget_plan(
 
 def plan(
     r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8, *, comparisons: int = 1, adjust: str = "holm"
-) -> dict:
+) -> dict[str, Any]:
     """The ``python -m metrics plan --json`` contract (without a pilot or budget).  One comparison of a
     declared family of ``comparisons`` is planned at ``alpha / comparisons`` (Bonferroni; under Holm
     the power is at least this, since Holm rejects whatever Bonferroni does), unless ``adjust`` is

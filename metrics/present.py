@@ -15,7 +15,9 @@ note: a note
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from metrics.correlation import NOT_COMPARED
 from metrics.registry import FGA, JGA
@@ -28,20 +30,20 @@ COEFFICIENTS = (
 )
 
 
-def number(value, digits: int = 3) -> str:
+def number(value: float | None, digits: int = 3) -> str:
     """One rounding rule (issue 24): every r, difference, λ and interval end to 3 decimals, in the app
     (the Analysis page and the Progress page's design line), the report and the command lines' text."""
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def interval(pair) -> str:
+def interval(pair: Sequence[float | None] | None) -> str:
     """``[lo, hi]`` to 3 decimals; an open end (None, e.g. λ* beyond the grid) shows as "open"."""
     if not pair:
         return "—"
     return "[" + ", ".join("open" if v is None else f"{v:.3f}" for v in pair) + "]"
 
 
-def p_value(value) -> str:
+def p_value(value: float | None) -> str:
     return "—" if value is None else f"{value:.2g}"
 
 
@@ -49,7 +51,7 @@ def p_value(value) -> str:
 class Table:
     title: str
     columns: tuple[str, ...]
-    rows: list[list]  # formatted strings; counts stay ints
+    rows: list[list[Any]]  # formatted strings; counts stay ints
     notes: list[str] = field(default_factory=list)
 
     def to_text(self) -> str:
@@ -78,7 +80,7 @@ AGREEMENT_COLUMNS = (
 )
 
 
-def agreement_table(agreement: dict) -> Table:
+def agreement_table(agreement: dict[str, Any]) -> Table:
     """One row per question and coefficient (issue 27, item 5): the counts it rests on, the estimate and
     its 95% CI over items.  Long, not wide: the table keeps its 8 columns whatever the number of
     questions and coefficients, so it fits the page (the wide layout, a column pair per coefficient, was
@@ -108,7 +110,7 @@ def agreement_table(agreement: dict) -> Table:
     return Table("Agreement", AGREEMENT_COLUMNS, rows, [*notes, f"signature: {agreement['signature']}"])
 
 
-def annotator_table(agreement: dict) -> Table:
+def annotator_table(agreement: dict[str, Any]) -> Table:
     """Each annotator against the majority of the others (and on gold items, when the study has any: the
     two gold columns are left out otherwise, so the table fits the page), per question.
 
@@ -144,7 +146,7 @@ def annotator_table(agreement: dict) -> Table:
     return Table("Per annotator", columns, body)
 
 
-def cohen_table(agreement: dict) -> Table:
+def cohen_table(agreement: dict[str, Any]) -> Table:
     rows = [
         [question, pair["a"], pair["b"], pair["n"], number(pair["kappa"]), pair.get("note", "")]
         for question, report in agreement["questions"].items()
@@ -154,7 +156,7 @@ def cohen_table(agreement: dict) -> Table:
     return Table("Pairwise Cohen's kappa", columns, rows)
 
 
-def coco_table(rows: list[dict]) -> Table:
+def coco_table(rows: list[dict[str, Any]]) -> Table:
     """The CoCo paper's Table 3 layout."""
     body = [
         [
@@ -177,7 +179,7 @@ def coco_table(rows: list[dict]) -> Table:
     )
 
 
-def majority_summary(majority: dict, tie: str) -> Table:
+def majority_summary(majority: dict[str, Any], tie: str) -> Table:
     """Per question: how many items got each majority label, and the ties."""
     rows = []
     for question, table in majority.items():
@@ -189,7 +191,7 @@ def majority_summary(majority: dict, tie: str) -> Table:
     return Table("Majority labels", ("question", "items per majority label", "ties"), rows, [f"Tie policy: {tie}."])
 
 
-def majority_item_table(rows: list[dict], question: str) -> Table:
+def majority_item_table(rows: list[dict[str, Any]], question: str) -> Table:
     """One question's items (``majority[question]["rows"]``): their votes, majority label, tie, the mean
     vote (for a 0/1 question the share of 1 votes) and the median, to 3 decimals, and the votes each
     answer got; the columns in words (issue 27, item 5).
@@ -227,7 +229,7 @@ def majority_item_table(rows: list[dict], question: str) -> Table:
     return Table(f"Items of {question}", tuple(columns), body)
 
 
-def ceiling_text(ceiling: dict) -> str:
+def ceiling_text(ceiling: dict[str, Any]) -> str:
     """The human ceiling in one line: r_max with its CI and reliability (of the mean rating, ICC(1,k) with k
     the harmonic mean count; in pairs mode of a single vote, ICC(1,1)), and annotator vs the rest."""
     rest = number(ceiling["annotator_vs_rest"]["mean_pearson"])
@@ -241,7 +243,7 @@ def ceiling_text(ceiling: dict) -> str:
     )
 
 
-def correlation_table(correlation: dict, condition: str | None = None) -> Table:
+def correlation_table(correlation: dict[str, Any], condition: str | None = None) -> Table:
     rows = [
         [
             r["metric"],
@@ -280,7 +282,7 @@ RATING_WORDS = {
 }
 
 
-def rating_line(result: dict) -> str:
+def rating_line(result: dict[str, Any]) -> str:
     """What the correlations were computed on: dialogues, the votes (when the result counts them: a mean
     rating of 4 votes is one observation, not 4 ratings) and the observations the rating mode makes of them.
 
@@ -294,13 +296,13 @@ def rating_line(result: dict) -> str:
     )
 
 
-def bootstrap_header(result: dict) -> str:
+def bootstrap_header(result: dict[str, Any]) -> str:
     """The percentile bootstrap interval's header, naming the unit of resampling (``result["bootstrap"]``)."""
     unit = (result.get("bootstrap") or {}).get("resample", "dialogues")
     return f"95% CI (bootstrap over {unit.replace('+', ' and ')})"
 
 
-def fisher_header(correlation: dict) -> str:
+def fisher_header(correlation: dict[str, Any]) -> str:
     """The Fisher-z interval's header: n = dialogues in every rating mode; in pairs mode with a bootstrap its
     standard error comes from the bootstrap over dialogues (each row's ``ci_method``)."""
     methods = {r.get("ci_method", "") for r in correlation["metrics"] if r.get("pearson_ci")}
@@ -315,12 +317,12 @@ def fisher_header(correlation: dict) -> str:
     return "95% CI (Fisher z, n = dialogues)"
 
 
-def adjusted_key(entry: dict) -> str | None:
+def adjusted_key(entry: dict[str, Any]) -> str | None:
     """The adjusted p-value's key of a Williams entry (``p_holm``, ``p_bonferroni`` or ``p_bh``), None when not adjusted."""
     return next((k for k in ADJUSTED_KEYS if k in entry), None)
 
 
-def williams_table(correlation: dict) -> Table:
+def williams_table(correlation: dict[str, Any]) -> Table:
     """Every pair of metrics: r_A − r_B with Zou's 95% interval, Williams' t and p, the adjusted p."""
     rows = []
     for w in correlation["williams"]:
@@ -340,7 +342,7 @@ def williams_table(correlation: dict) -> Table:
             ]
         )
     key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
-    label = {"p_holm": "p (Holm)", "p_bonferroni": "p (Bonferroni)", "p_bh": "p (BH)"}.get(key, "p adjusted")
+    label = {"p_holm": "p (Holm)", "p_bonferroni": "p (Bonferroni)", "p_bh": "p (BH)"}.get(key or "", "p adjusted")
     family = correlation.get("comparisons") or {}
     level = family.get("interval_confidence", 0.95)
     planned = family.get("planning_alpha", 0.05)
@@ -364,7 +366,7 @@ def williams_table(correlation: dict) -> Table:
 ADJUSTED_KEYS = ("p_holm", "p_bonferroni", "p_bh")
 
 
-def _interval_adjustment(family: dict) -> str:
+def _interval_adjustment(family: dict[str, Any]) -> str:
     """How the differences' intervals were adjusted, one word before "CI" in their header (the family note
     names the method in full: Bonferroni for Holm and Bonferroni): short, so the table fits the page (issue 27)."""
     return {
@@ -374,7 +376,7 @@ def _interval_adjustment(family: dict) -> str:
     }.get(family.get("adjust", "none"), "")
 
 
-def system_table(system: dict) -> Table:
+def system_table(system: dict[str, Any]) -> Table:
     """Systems as the unit: each metric's per-system mean against the per-system mean rating."""
     rows = [
         [m["metric"], str(m["n"]), number(m["pearson"]), interval(m["pearson_ci"]), number(m["spearman"])]
@@ -388,7 +390,7 @@ def system_table(system: dict) -> Table:
     return Table("System level: systems as the unit", columns, rows, notes)
 
 
-def judge_table(report: dict) -> Table:
+def judge_table(report: dict[str, Any]) -> Table:
     """Each automatic judge against the human majority."""
     rows = [
         [
@@ -410,7 +412,7 @@ def judge_table(report: dict) -> Table:
     return Table("Automatic judges against the human majority", columns, rows, notes)
 
 
-def planning_line(correlation: dict, baseline: str = JGA.name) -> str | None:
+def planning_line(correlation: dict[str, Any], baseline: str = JGA.name) -> str | None:
     """How many dialogues the observed difference between the best metric and ``baseline`` needs."""
     rows = [r for r in correlation["metrics"] if r["pearson"] is not None and r["metric"] != baseline]
     best = max(rows, key=lambda r: r["pearson"], default=None)
@@ -427,7 +429,7 @@ def planning_line(correlation: dict, baseline: str = JGA.name) -> str | None:
     )
 
 
-def calibration_table(calibration: dict) -> Table:
+def calibration_table(calibration: dict[str, Any]) -> Table:
     k = calibration
     rows = [
         ["best λ", number(k["best_lambda"]), interval(k["ci_lambda"])],
@@ -441,7 +443,7 @@ def calibration_table(calibration: dict) -> Table:
     return Table("λ calibration for FGA", ("", "value", bootstrap_header(k)), rows, notes)
 
 
-def design_table(design: dict) -> Table:
+def design_table(design: dict[str, Any]) -> Table:
     """How the study spent its judgements; under the adaptive design, every correlation, difference and
     λ* weighted by 1/π (``metrics.adaptive.design_report``)."""
     if design.get("design") == "designed":
@@ -508,7 +510,7 @@ def design_table(design: dict) -> Table:
     return Table("Design: adaptive (estimates for the pool)", columns, rows, notes)
 
 
-def _designed_table(design: dict) -> Table:
+def _designed_table(design: dict[str, Any]) -> Table:
     """A designer's design (issue 29): the k-independent target, each metric's correlation with the
     expected rating corrected for the ratings' reliability, the question's difference first."""
     corrected = design.get("corrected") or {}
@@ -562,13 +564,13 @@ def _designed_table(design: dict) -> Table:
     return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
 
 
-def kind_tables(analysis: dict) -> list[Table]:
+def kind_tables(analysis: dict[str, Any]) -> list[Table]:
     """The tables of what a task kind added to the analysis (CoCo: % human-like and % correct per
     condition); none for the others."""
     return [coco_table(analysis["coco"])] if "coco" in analysis else []
 
 
-def analysis_tables(analysis: dict, tie: str) -> list[Table]:
+def analysis_tables(analysis: dict[str, Any], tie: str) -> list[Table]:
     """Every table of a study's analysis, in reading order."""
     if "agreement" not in analysis:
         return [Table("Results", (), [], ["No votes yet."])]
@@ -589,7 +591,7 @@ def analysis_tables(analysis: dict, tie: str) -> list[Table]:
     return tables
 
 
-def model_label_table(model_labels: dict) -> list[Table]:
+def model_label_table(model_labels: dict[str, Any]) -> list[Table]:
     """Dawid-Skene beside the majority (``analysis["model_labels"]``, ``metrics.crowd``), two narrow
     tables: the items where the posterior label and the majority differ (majority ties included), and
     each annotator's estimated competence and spammer score, lowest competence first.

@@ -9,6 +9,8 @@ imports no numpy either), none of its arithmetic.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from formats.dialogue import EMPTY_VALUES, BeliefState
 from metrics.registry import AGA, F1, FGA, JGA, RSA, SA
@@ -75,7 +77,9 @@ def f1_loop(gold: BeliefState, pred: BeliefState) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def corpus_loop(dialogues, lambdas, slot_count: int = 30) -> dict:
+def corpus_loop(
+    dialogues: Iterable[tuple[list[BeliefState], list[BeliefState]]], lambdas: Sequence[float], slot_count: int = 30
+) -> dict[str, Any]:
     """Corpus scores by plain loops: JGA, SA, AGA, RSA (macro), F1 and FGA per λ."""
     turns = exact = 0
     sa = rsa = f1 = 0.0

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,7 +55,7 @@ def m2_turns(stats: TurnStatistics, slot_count: int) -> np.ndarray:
 
 def sa_turns(stats: TurnStatistics, slot_count: int) -> np.ndarray:
     """(|S| - misses - wrong) / |S|, TRADE's compute_acc."""
-    return (slot_count - stats.misses - stats.wrong) / slot_count
+    return cast("np.ndarray", (slot_count - stats.misses - stats.wrong) / slot_count)
 
 
 def aga_turns(stats: TurnStatistics, slot_count: int) -> np.ndarray:
@@ -94,10 +94,10 @@ def fga_turns(stats: TurnStatistics, lambdas: Sequence[float]) -> np.ndarray:
     at once, and the tests check that both agree."""
     import numpy as np
 
-    lambdas = np.asarray(lambdas, dtype=float)
+    grid = np.asarray(lambdas, dtype=float)
     with np.errstate(invalid="ignore"):
-        penalty = 1.0 - np.exp(-np.outer(stats.distance, lambdas))
-    penalty[:, np.isinf(lambdas)] = 1.0
+        penalty = 1.0 - np.exp(-np.outer(stats.distance, grid))
+    penalty[:, np.isinf(grid)] = 1.0
     weights = np.where(stats.type2[:, None], penalty, 0.0)
     return np.where(stats.exact[:, None], 1.0, weights)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def fga_from_counts(
         penalty = 1.0 - np.exp(-np.outer(distances, lambdas))  # distances × λ
     penalty[:, np.isinf(lambdas)] = 1.0
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (exact[..., None] + counts @ penalty) / n_turns[..., None]
+        return cast(np.ndarray, (exact[..., None] + counts @ penalty) / n_turns[..., None])
 
 
 def fga(stats: TurnStatistics, lambdas: Sequence[float]) -> np.ndarray:
@@ -90,7 +91,7 @@ def turn_values(stats: TurnStatistics, slot_count: int) -> dict[str, np.ndarray]
     return {m.name: m.per_turn(stats, slot_count) for m in METRICS if not m.takes_lambda}
 
 
-def _rsa(stats: TurnStatistics, rsa_values: np.ndarray, aggregation: str, groups: np.ndarray | None):
+def _rsa(stats: TurnStatistics, rsa_values: np.ndarray, aggregation: str, groups: np.ndarray | None) -> np.ndarray:
     """RSA aggregated over turns: macro (T*=0 turns score 0), macro-skip, micro."""
     if aggregation not in RSA_AGGREGATIONS:
         raise ValueError(f"RSA aggregation must be one of {RSA_AGGREGATIONS}, got {aggregation!r}")

@@ -79,7 +79,7 @@ class Signature:
     fit: str | None = None
     weights: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         scoring = (self.lambdas, self.slots, self.rsa, self.normalise)
         if self.metrics and None in scoring:
             raise ValueError("a signature with metrics states their λ grid, |S|, RSA aggregation and normalisation")

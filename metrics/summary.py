@@ -39,6 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from metrics.comparisons import ADJUSTMENT_NAMES
 from metrics.present import RATING_WORDS, interval, number, p_value
@@ -163,7 +164,7 @@ def display(key: str) -> str:
     return metric.display(lam) if metric.takes_lambda else metric.display()
 
 
-def _ci(pair, name: str, numbers: dict) -> str:
+def _ci(pair: Sequence[float | None] | None, name: str, numbers: dict[str, Any]) -> str:
     """The interval as shown, its ends recorded as ``<name>_low`` / ``<name>_high``."""
     if not pair:
         return ""
@@ -187,7 +188,7 @@ def _listing(words: Sequence[str]) -> str:
 # --- agreement ---------------------------------------------------------------------------------------
 
 
-def _undefined_reason(report: Mapping) -> str:
+def _undefined_reason(report: Mapping[str, Any]) -> str:
     """Why Krippendorff's α is missing, in a few words."""
     if report["n_annotators"] < 2:
         return "only one annotator"
@@ -197,13 +198,13 @@ def _undefined_reason(report: Mapping) -> str:
         if note.startswith("all ratings identical"):
             return "every vote has the same answer, so chance agreement is 1 and α is 0/0"
         if note.startswith("Krippendorff's α: "):
-            return note.removeprefix("Krippendorff's α: ")
+            return str(note).removeprefix("Krippendorff's α: ")
     if report.get("ci") and report["ci"].get("krippendorff_alpha") is None and report["bootstrap"]["resamples"] <= 0:
         return "not computed"
     return "not computable for these votes"
 
 
-def _chance_corrected(report: Mapping) -> tuple[str, str, str]:
+def _chance_corrected(report: Mapping[str, Any]) -> tuple[str, str, str]:
     """(key, label, what it used) of the coefficient read on Landis & Koch's scale: AC2 when weights were
     asked for (an ordinal scale), else AC1 (it stays meaningful when one answer dominates)."""
     if "gwet_ac2" in report:
@@ -211,7 +212,7 @@ def _chance_corrected(report: Mapping) -> tuple[str, str, str]:
     return "gwet_ac1", "Gwet's AC1", "ac1"
 
 
-def _interval_words(report: Mapping, key: str, name: str, numbers: dict) -> str:
+def _interval_words(report: Mapping[str, Any], key: str, name: str, numbers: dict[str, Any]) -> str:
     """`` [lo, hi]``, with a word when the interval collapsed to a point or was not computed."""
     pair = report["ci"].get(key)
     if pair is None:
@@ -222,7 +223,7 @@ def _interval_words(report: Mapping, key: str, name: str, numbers: dict) -> str:
     return text
 
 
-def _agreement_sentence(question: str, report: Mapping) -> Sentence:
+def _agreement_sentence(question: str, report: Mapping[str, Any]) -> Sentence:
     n = {"n_items": report["n_items"], "n_votes": report["n_votes"], "n_annotators": report["n_annotators"]}
     counts = f"{n['n_items']} items, {n['n_votes']} votes, {n['n_annotators']} annotators"
     q = _quoted(question)
@@ -233,7 +234,7 @@ def _agreement_sentence(question: str, report: Mapping) -> Sentence:
     alpha = report["krippendorff_alpha"]
     chance_key, chance_label, short = _chance_corrected(report)
     chance = report.get(chance_key)
-    numbers: dict = dict(n)
+    numbers: dict[str, Any] = dict(n)
     level = "" if report["level"] == "nominal" else f" ({report['level']})"
     chance_text = ""
     if chance is not None:
@@ -264,7 +265,7 @@ def _agreement_sentence(question: str, report: Mapping) -> Sentence:
     return Sentence("agreement", text, numbers)
 
 
-def _agreement_listing(questions: Mapping[str, Mapping]) -> list[Sentence]:
+def _agreement_listing(questions: Mapping[str, Mapping[str, Any]]) -> list[Sentence]:
     """Many questions (an SLU study: one per act): α of each in one sentence, and how many reach the bars."""
     parts, numbers = [], {}
     defined = {}
@@ -284,7 +285,7 @@ def _agreement_listing(questions: Mapping[str, Mapping]) -> list[Sentence]:
     if defined:
         reliable = sum(KRIPPENDORFF.reading(a) == "reliable" for a in defined.values())
         tentative = sum(KRIPPENDORFF.reading(a) == "tentative" for a in defined.values())
-        counts = {"n_defined": len(defined), "n_reliable": reliable, "n_tentative": tentative}
+        counts: dict[str, Any] = {"n_defined": len(defined), "n_reliable": reliable, "n_tentative": tentative}
         counts["bar_tentative"], counts["bar_reliable"] = KRIPPENDORFF_TENTATIVE, KRIPPENDORFF_RELIABLE
         sentences.append(
             Sentence(
@@ -298,7 +299,7 @@ def _agreement_listing(questions: Mapping[str, Mapping]) -> list[Sentence]:
     return sentences
 
 
-def agreement_sentences(agreement: Mapping) -> list[Sentence]:
+def agreement_sentences(agreement: Mapping[str, Any]) -> list[Sentence]:
     """Per question (``python -m metrics agreement --json``): α read by Krippendorff (2004), AC1 (AC2 with
     weights) by Landis & Koch (1977), with their intervals and counts; many questions in one listing."""
     questions = agreement["questions"]
@@ -310,7 +311,7 @@ def agreement_sentences(agreement: Mapping) -> list[Sentence]:
 # --- majority labels and the CoCo table --------------------------------------------------------------
 
 
-def majority_sentences(majority: Mapping) -> list[Sentence]:
+def majority_sentences(majority: Mapping[str, Any]) -> list[Sentence]:
     """Per question: items per majority label and the ties (one sentence for many questions)."""
     parts, numbers = [], {}
     for question, table in majority.items():
@@ -330,7 +331,7 @@ def majority_sentences(majority: Mapping) -> list[Sentence]:
     return [Sentence("majority", f"Majority labels (items per label; ties: {policy}): " + "; ".join(parts) + ".", numbers)]
 
 
-def _coco_part(row: Mapping, question: str, word: str, numbers: dict) -> str:
+def _coco_part(row: Mapping[str, Any], question: str, word: str, numbers: dict[str, Any]) -> str:
     pct, n, ties = row[f"{question}_pct"], row[f"{question}_n"], row[f"{question}_ties"]
     numbers[f"{question}_pct"], numbers[f"{question}_n"], numbers[f"{question}_ties"] = pct, n, ties
     tied = f", {ties} tied" if ties else ""
@@ -339,11 +340,11 @@ def _coco_part(row: Mapping, question: str, word: str, numbers: dict) -> str:
     return f"{number(pct, 1)}% {word} ({n} turns with a majority{tied})"
 
 
-def coco_sentences(rows: Sequence[Mapping]) -> list[Sentence]:
+def coco_sentences(rows: Sequence[Mapping[str, Any]]) -> list[Sentence]:
     """The CoCo paper's Table 3 in words: per condition, % human-like and % correct by majority vote."""
     sentences = []
     for row in rows:
-        numbers: dict = {}
+        numbers: dict[str, Any] = {}
         human = _coco_part(row, "human_like", "human-like", numbers)
         correct = _coco_part(row, "correct", "correct", numbers)
         sentences.append(Sentence("coco", f"Under {_quoted(row['condition'])}: {human}; {correct}.", numbers))
@@ -353,7 +354,7 @@ def coco_sentences(rows: Sequence[Mapping]) -> list[Sentence]:
 # --- correlation ------------------------------------------------------------------------------------------
 
 
-def _entry(correlation: Mapping, a: str, b: str) -> tuple[Mapping | None, int]:
+def _entry(correlation: Mapping[str, Any], a: str, b: str) -> tuple[Mapping[str, Any] | None, int]:
     """The Williams entry comparing ``a`` with ``b``, and the sign that turns its diff into r_a − r_b."""
     for entry in correlation["williams"]:
         if (entry["a"], entry["b"]) == (a, b):
@@ -363,7 +364,7 @@ def _entry(correlation: Mapping, a: str, b: str) -> tuple[Mapping | None, int]:
     return None, 1
 
 
-def _adjustment_words(comparisons: Mapping) -> str:
+def _adjustment_words(comparisons: Mapping[str, Any]) -> str:
     size = comparisons["size"]
     if comparisons["adjust"] == "none":
         return f"at α {comparisons['alpha']:g} without adjustment over the {size} declared comparisons"
@@ -371,14 +372,14 @@ def _adjustment_words(comparisons: Mapping) -> str:
     return f"after {name} over the {size} declared comparisons"
 
 
-def _difference(correlation: Mapping, a: str, b: str, subject: str, b_words: str = "") -> Sentence | None:
+def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_words: str = "") -> Sentence | None:
     """``a`` against ``b``: r_a − r_b with its interval at the family's level and the adjusted verdict;
     ``subject`` names ``a``'s side ("Its", "FGA(0.5)'s"), ``b_words`` introduces ``b`` ("the runner-up")."""
     comparisons = correlation["comparisons"]
     entry, sign = _entry(correlation, a, b)
     if entry is None:
         return None
-    numbers: dict = {"size": comparisons["size"]}
+    numbers: dict[str, Any] = {"size": comparisons["size"]}
     if entry.get("p_value") is None or entry.get("diff_ci") is None:
         why = entry.get("note", "no test")
         return Sentence("note", f"{display(a)} and {display(b)} were not compared ({why}).", numbers)
@@ -401,7 +402,9 @@ def _difference(correlation: Mapping, a: str, b: str, subject: str, b_words: str
     return Sentence("comparison", text + ".", numbers)
 
 
-def _comparison_sentences(correlation: Mapping, best: Mapping, rows: Sequence[Mapping]) -> list[Sentence]:
+def _comparison_sentences(
+    correlation: Mapping[str, Any], best: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+) -> list[Sentence]:
     """Is the best metric's lead real: against the reference metric in a ``reference`` family (against
     its closest challenger when the reference is best), against the runner-up when all pairs are compared."""
     comparisons = correlation["comparisons"]
@@ -444,12 +447,12 @@ def _comparison_sentences(correlation: Mapping, best: Mapping, rows: Sequence[Ma
     return [Sentence("note", f"{display(best['metric'])} was not compared with {display(reference)}{why}.")]
 
 
-def _rating_words(correlation: Mapping) -> str:
-    mode = correlation["rating"]
+def _rating_words(correlation: Mapping[str, Any]) -> str:
+    mode = str(correlation["rating"])
     return RATING_WORDS.get(mode, mode)
 
 
-def correlation_sentences(correlation: Mapping, condition: str | None = None) -> list[Sentence]:
+def correlation_sentences(correlation: Mapping[str, Any], condition: str | None = None) -> list[Sentence]:
     """The best metric with its r and interval, its lead over the reference metric (or, comparing all
     pairs, the runner-up) adjusted over the declared family, and the human ceiling."""
     where = f"For system {_quoted(condition)}, " if condition else ""
@@ -463,7 +466,7 @@ def correlation_sentences(correlation: Mapping, condition: str | None = None) ->
         text = f"{where}no metric's correlation with the ratings is defined ({'; '.join(reasons)}; {dialogues} dialogues)."
         return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(correlation["human_ceiling"])]
     best = max(rows, key=lambda r: r["pearson"])
-    numbers: dict = {**base, "r": best["pearson"], "n_metrics": len(rows)}
+    numbers: dict[str, Any] = {**base, "r": best["pearson"], "n_metrics": len(rows)}
     votes = f", {correlation['n_votes']} votes" if correlation.get("n_votes") is not None else ""
     if correlation.get("n_votes") is not None:
         numbers["n_votes"] = correlation["n_votes"]
@@ -512,13 +515,13 @@ def correlation_sentences(correlation: Mapping, condition: str | None = None) ->
     return sentences
 
 
-def ceiling_sentences(ceiling: Mapping) -> list[Sentence]:
+def ceiling_sentences(ceiling: Mapping[str, Any]) -> list[Sentence]:
     """The human ceiling r_max = √reliability with its interval, or why there is none."""
     single = ceiling.get("method", "").startswith("r_max = sqrt(ICC(1,1))")
     if ceiling.get("r_max") is None:
         why = ceiling.get("note", "not computed")
         return [Sentence("note", f"No human ceiling: {why}.", {"r_max": None})]
-    numbers: dict = {"r_max": ceiling["r_max"], "reliability": ceiling["reliability"]}
+    numbers: dict[str, Any] = {"r_max": ceiling["r_max"], "reliability": ceiling["reliability"]}
     ci = _ci(ceiling.get("ci"), "r_max", numbers)
     of = "a single vote" if single else "the mean rating"
     icc = "ICC(1,1)" if single else "ICC(1,k)"
@@ -538,12 +541,12 @@ def ceiling_sentences(ceiling: Mapping) -> list[Sentence]:
 # --- λ calibration --------------------------------------------------------------------------------------
 
 
-def calibration_sentences(calibration: Mapping) -> list[Sentence]:
+def calibration_sentences(calibration: Mapping[str, Any]) -> list[Sentence]:
     """λ* with its interval (open above when the data do not bound it), r there, the cross-validated r,
     and JGA's (λ = 0) and the turn match's (λ → ∞) r beside them; λ* at a grid end said in words."""
     k = calibration
     grid = [p["lambda"] for p in k.get("curve", [])]
-    numbers: dict = {"lambda": k["best_lambda"], "r_best": k["r_best"], "cv_r": k["cv_r"]}
+    numbers: dict[str, Any] = {"lambda": k["best_lambda"], "r_best": k["r_best"], "cv_r": k["cv_r"]}
     ci_lambda = k.get("ci_lambda")
     lam_ci = ""
     if ci_lambda:
@@ -626,9 +629,11 @@ def method_words(method: str | None) -> str | None:
     return method
 
 
-def _units_sentence(agreement: Mapping | None, correlation: Mapping | None, calibration: Mapping | None) -> Sentence | None:
+def _units_sentence(
+    agreement: Mapping[str, Any] | None, correlation: Mapping[str, Any] | None, calibration: Mapping[str, Any] | None
+) -> Sentence | None:
     parts = []
-    numbers: dict = {}
+    numbers: dict[str, Any] = {}
     if agreement and any(r["ci"] and any(v for v in r["ci"].values()) for r in agreement["questions"].values()):
         methods = sorted({r.get("ci_method") or "percentile bootstrap over items" for r in agreement["questions"].values()})
         parts.append(f"agreement's by {' or '.join(methods)}")
@@ -649,7 +654,7 @@ def _units_sentence(agreement: Mapping | None, correlation: Mapping | None, cali
         return None
     text = f"Intervals are 95%: {'; '.join(parts)}." if parts else ""
     tested = [w for w in (correlation or {}).get("williams", []) if w.get("diff_ci")]
-    if tested:
+    if tested and correlation is not None:
         comparisons = correlation["comparisons"]
         level = _percent(comparisons["interval_confidence"])
         how = {
@@ -666,14 +671,16 @@ def _units_sentence(agreement: Mapping | None, correlation: Mapping | None, cali
 # --- entry points ---------------------------------------------------------------------------------------------
 
 
-def summarise_agreement(agreement: Mapping) -> Summary:
+def summarise_agreement(agreement: Mapping[str, Any]) -> Summary:
     """``python -m metrics agreement --json`` in words."""
     sentences = agreement_sentences(agreement)
     units = _units_sentence(agreement, None, None)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
-def summarise_correlation(correlation: Mapping, calibration: Mapping | None = None, condition: str | None = None) -> Summary:
+def summarise_correlation(
+    correlation: Mapping[str, Any], calibration: Mapping[str, Any] | None = None, condition: str | None = None
+) -> Summary:
     """``python -m metrics correlate --json`` in words (and a calibration's, when given)."""
     sentences = correlation_sentences(correlation, condition)
     if calibration is not None:
@@ -682,14 +689,14 @@ def summarise_correlation(correlation: Mapping, calibration: Mapping | None = No
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
-def summarise_calibration(calibration: Mapping) -> Summary:
+def summarise_calibration(calibration: Mapping[str, Any]) -> Summary:
     """``python -m metrics calibrate --json`` in words."""
     sentences = calibration_sentences(calibration)
     units = _units_sentence(None, None, calibration)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
-def summarise(analysis: Mapping) -> Summary:
+def summarise(analysis: Mapping[str, Any]) -> Summary:
     """A study's analysis (``annotate.kinds.analyse``) in words: agreement per question; the CoCo table or
     the majority labels when the study has no correlation; the best metric, its lead and the human
     ceiling; λ*; and what could not be computed, in words."""

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from formats.dialogue import EMPTY_VALUES, BeliefState, Dialogue, normalise_state
 
@@ -42,8 +44,8 @@ class TurnStatistics:
     dialogue_ids: list[str]
     dialogue_index: np.ndarray  # which dialogue each turn belongs to
     turn_index: np.ndarray
-    exact: np.ndarray
-    local: np.ndarray
+    exact: NDArray[np.bool_]
+    local: NDArray[np.bool_]
     distance: np.ndarray
     misses: np.ndarray
     wrong: np.ndarray
@@ -119,7 +121,7 @@ def extract(dialogues: Iterable[Dialogue], *, normalise: bool = False) -> TurnSt
         if not dialogue.has_predictions:
             raise ValueError(f"dialogue {dialogue.id!r} ({dialogue.source}) has no predicted belief states")
         gold = [turn.gold for turn in dialogue.turns]
-        pred = [turn.pred for turn in dialogue.turns]
+        pred = cast("list[BeliefState]", [turn.pred for turn in dialogue.turns])  # has_predictions: none is None
         if normalise:
             gold = [normalise_state(s) for s in gold]
             pred = [normalise_state(s) for s in pred]

@@ -17,8 +17,8 @@ python3 -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 python3 -m pip install -q --disable-pip-version-check --no-deps -e .  # the package itself (dependencies: the line above)
 python3 -m ruff check .
 python3 -m ruff format --check .
-# The data model, the readers and metrics/correlation are typed strictly (pyproject.toml's [tool.mypy]); the rest of metrics/ follows.
-python3 -m mypy --strict formats metrics/correlation
+# The data model, the readers and the computation (formats/, metrics/) are typed strictly (pyproject.toml's [tool.mypy]).
+python3 -m mypy --strict formats metrics
 # The docs site (docs/, mkdocs.yml): a broken link or anchor, or a generated part that fails, fails the run.
 site_dir="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 python3 -m mkdocs build --strict --quiet --site-dir "$site_dir"

@@ -20,10 +20,10 @@ from bench import bench_coverage
 from metrics.correlation import (
     DEFAULT_INTERVAL,
     Ratings,
-    ceiling_reliability,
     acceleration,
     bootstrap_weights,
     ceiling_reliabilities,
+    ceiling_reliability,
     correlation_report,
     jackknife_annotators,
     jackknife_components,
