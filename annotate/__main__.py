@@ -200,9 +200,9 @@ def _write(text: str, out: Path | None) -> None:
 def serve(engine, args) -> None:
     """Make the database and, on an empty one, the demo; say who can log in; then become
     ``streamlit run app.py`` (same process, so Ctrl+C and signals reach Streamlit)."""
-    from annotate.demo import demo_accounts_active, demo_refusal, ensure_demo, print_accounts, setup_hint
+    from annotate.people.proxy import forwarded_allow_ips, trusted_proxies
     from annotate.ports import check_serve_ports
-    from annotate.proxy import forwarded_allow_ips, trusted_proxies
+    from annotate.studies.demo import demo_accounts_active, demo_refusal, ensure_demo, print_accounts, setup_hint
 
     # before anything is said or started: a port taken is one line (exit 2), not an API announced that died
     check_serve_ports([*streamlit_options(), *args.streamlit_args], app_path(), args.api_host, args.api_port)
@@ -213,7 +213,7 @@ def serve(engine, args) -> None:
     if refusal:  # behind a proxy, never with the published demo passwords
         raise ValueError(f"not starting: {refusal}")
     # Streamlit's server (uvicorn) believes X-Forwarded-For from FORWARDED_ALLOW_IPS (its default:
-    # loopback); make it trust exactly our proxies, as annotate.proxy does ("" trusts nobody).
+    # loopback); make it trust exactly our proxies, as annotate.people.proxy does ("" trusts nobody).
     os.environ["FORWARDED_ALLOW_IPS"] = forwarded_allow_ips(trusted)
     if not ensure_demo(engine) and demo_accounts_active(engine):
         print_accounts()
@@ -464,7 +464,7 @@ def study_design(engine, args) -> None:
     """Set the design (with --policy), else print it with the judgements spent and the main question's
     interval now (the study closes here, as on the Progress page, when the target width is reached)."""
     from annotate import service
-    from annotate.reports import allocation_line
+    from annotate.analysis.reports import allocation_line
 
     study_id = _study_id(engine, args.name)
     if args.policy == "designed":  # the designer's proposal for the budget (metrics.design), fixed now

@@ -33,11 +33,11 @@ from datetime import datetime
 from sqlalchemy import Engine
 
 from annotate import service
-from annotate.auth import PermissionDenied, StudyClosed
-from annotate.loop import AnsweredElsewhere, Judgement, NotLoggedIn, Screen
+from annotate.judging.loop import AnsweredElsewhere, Judgement, NotLoggedIn, Screen
+from annotate.judging.votes import Reassigned
+from annotate.people.auth import PermissionDenied, StudyClosed
 from annotate.store.db import unreachable, was_sent
 from annotate.store.models import Annotator, Item, utcnow
-from annotate.votes import Reassigned
 
 REASSIGNED = "This item was reassigned to another annotator; here is your next one."
 ELSEWHERE = "Not stored: this item was answered in another tab meanwhile."  # the page then shows that answer

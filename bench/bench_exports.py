@@ -6,7 +6,7 @@ The demo satisfaction study (10 dialogues) with 3 annotators' votes, on SQLite. 
 clears the shared analysis cache before every export, which is what every export cost before the
 cache (each redid agreement, correlation and λ calibration with their bootstraps); "shared" runs
 the same exports in a row on one cache, as the app does for the page, the exports and the
-report (annotate.analysis_jobs.study_analysis).  Default settings: 1,000 bootstrap resamples, 5 folds,
+report (annotate.analysis.analysis_jobs.study_analysis).  Default settings: 1,000 bootstrap resamples, 5 folds,
 a 501-point λ grid.
 """
 
@@ -30,10 +30,10 @@ def main() -> None:
     os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")
 
     from annotate import service
-    from annotate.demo import ensure_demo
-    from annotate.reports import clear_cache
-    from annotate.sessions import log_in
+    from annotate.analysis.reports import clear_cache
+    from annotate.people.sessions import log_in
     from annotate.store.db import get_engine
+    from annotate.studies.demo import ensure_demo
 
     engine = get_engine(f"sqlite:///{work / 'bench.sqlite'}")
     ensure_demo(engine, announce=False)

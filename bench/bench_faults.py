@@ -51,7 +51,7 @@ from pathlib import Path
 from sqlalchemy import func, select, text
 
 from annotate import service
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import VoteEvent
 from annotate.studies import create_study

@@ -35,11 +35,11 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from annotate.auth import add_annotator
+from annotate.judging.votes import cast_vote
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import Item
 from annotate.studies import create_study
-from annotate.votes import cast_vote
 from tests.store.test_import_batches import slu_votes_csv
 
 ROOT = Path(__file__).resolve().parent.parent  # run as python -m bench.bench_import from the checkout
@@ -49,7 +49,7 @@ FIXTURES = ROOT.parent / "shared" / "fixtures"
 IMPORTER = """
 import sys
 from annotate.store.db import make_engine, write_session
-from annotate.votes import import_votes_file
+from annotate.judging.votes import import_votes_file
 engine = make_engine(sys.argv[1])
 text = open(sys.argv[4]).read()
 study_id = int(sys.argv[3])
@@ -58,7 +58,7 @@ if sys.argv[2] == "after":
 else:  # the import before issue 23: cast_vote per row, one write transaction for the whole file
     from sqlalchemy import select
     from annotate.store.models import Annotator, Item
-    from annotate.votes import cast_vote, check_vote_rows
+    from annotate.judging.votes import cast_vote, check_vote_rows
     with write_session(engine) as session:
         people = {}
         for vote in list(check_vote_rows(session, study_id, "votes.csv", text)):

@@ -38,7 +38,7 @@ def main() -> None:
     from streamlit.testing.v1 import AppTest
 
     from annotate import service
-    from annotate.auth import add_annotator
+    from annotate.people.auth import add_annotator
     from annotate.store.db import get_engine, write_session
     from annotate.studies import create_study
     from bench.corpus import build, dialogue_file

@@ -86,7 +86,7 @@ def child(args) -> dict:
         }
     )
     from annotate import service
-    from annotate.auth import add_annotator
+    from annotate.people.auth import add_annotator
     from annotate.store.db import get_engine, write_session
     from bench.corpus import dialogue_file, write
 
@@ -113,7 +113,7 @@ def child(args) -> dict:
     settings = service.study_settings(engine, admin, study.id)
     if args.side != "off":
         started = hasattr(service, "start_background_analysis") and service.start_background_analysis(engine)
-        from annotate import analysis_jobs
+        from annotate.analysis import analysis_jobs
 
         analysis_jobs.wait(engine, admin, study.id, settings)  # the admin opened the Analysis page: wanted
         time.sleep(min(args.every, 5))

@@ -51,7 +51,7 @@ def main() -> None:
 
     from sqlalchemy import func, select
 
-    from annotate.auth import add_annotator
+    from annotate.people.auth import add_annotator
     from annotate.store.db import make_engine, read_session, upgrade, write_session
     from annotate.store.models import Annotator, VoteEvent
     from annotate.studies import create_study

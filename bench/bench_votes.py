@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from sqlalchemy import func, select  # noqa: E402
 
 from annotate import service  # noqa: E402
-from annotate.auth import add_annotator  # noqa: E402
+from annotate.people.auth import add_annotator  # noqa: E402
 from annotate.store.db import make_engine, read_session, upgrade, write_session  # noqa: E402
 from annotate.store.models import VoteEvent  # noqa: E402
 from annotate.studies import create_study  # noqa: E402

@@ -2,7 +2,7 @@
 event when asked for), progress, the dialogues with predictions when the study's kind has
 them, and a function that gives the study's analysis for a settings object.
 
-Loading a study from the vote store is the store's job (``annotate.reports.load_study``);
+Loading a study from the vote store is the store's job (``annotate.analysis.reports.load_study``);
 nothing here touches a database.
 """
 
@@ -23,7 +23,7 @@ class ItemRecord:
     payload: dict
     gold: dict | None
     capacity: int
-    pi: float | None = None  # inclusion probability under an adaptive design (annotate.allocation); None: uniform
+    pi: float | None = None  # inclusion probability under an adaptive design (annotate.studies.allocation); None: uniform
     extra: int = 0  # places added after the design (re-opens, max_k growth): decided from the votes (issue 26)
 
 

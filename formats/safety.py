@@ -7,7 +7,7 @@ Numbers (ints, floats, and strings that are plain numbers such as ``-0.5`` or ``
 
 A text that itself starts with apostrophes before such a cell (``'=x``) gets one more, so that
 :func:`unneutralise` gives every text back exactly: ``unneutralise(neutralise(s)) == s`` for every
-string (our own readers, formats.tidy and annotate.votes, read our exports back as written).
+string (our own readers, formats.tidy and annotate.judging.votes, read our exports back as written).
 
 >>> neutralise("=HYPERLINK(1)"), neutralise(" =2+5"), neutralise("\\t@x")
 ("'=HYPERLINK(1)", "' =2+5", "'\\t@x")

@@ -235,7 +235,7 @@ def settled(votes: Sequence[float], min_k: int, max_k: int, width: float = 0.5) 
 def stopping_mean(p: float, min_k: int, max_k: int, width: float = 0.5) -> float:
     """The expected mean of a dialogue's binary votes (each 1 with probability ``p``, independently)
     under the ``max_k`` rule: ``min_k`` votes, then one more at a time while :func:`settled` says no
-    (``annotate.allocation.after_judgement``).  Exact, over the (votes, ones) states.
+    (``annotate.studies.allocation.after_judgement``).  Exact, over the (votes, ones) states.
 
     Stopping on the votes seen biases the mean of all the votes (issue 26): a dialogue stops early
     when its first votes agree, so the majority answer is over-represented.  At p = 0.8 and
@@ -278,7 +278,7 @@ def fixed_part(
     had extra places: with a study's own votes that is its first ``overlap`` annotators; votes imported
     beyond the overlap (a past study's raters, not decided from the votes) stay.  An item without
     extra places keeps every vote.  Annotators are ordered by ``first_seen[(unit, annotator)]`` (the id
-    of their first vote event on the item; ``annotate.study_data``), else by where their first vote
+    of their first vote event on the item; ``annotate.analysis.study_data``), else by where their first vote
     is in ``votes``; each keeps their current answers, to every question.  The dropped votes still
     count in agreement and majority labels (the caller passes those the whole table).  ``base``: an
     item's own places by design (a designed study's k per dialogue, issue 29), instead of ``overlap``.

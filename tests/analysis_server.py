@@ -22,7 +22,8 @@ from pathlib import Path
 def main() -> None:
     url, study_id, resamples = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     go = Path(sys.argv[4]) if len(sys.argv) > 4 else None
-    from annotate import analysis_cache, analysis_jobs, service
+    from annotate import service
+    from annotate.analysis import analysis_cache, analysis_jobs
     from annotate.store.db import get_engine
     from metrics.analysis import AnalysisSettings
 

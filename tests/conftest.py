@@ -25,7 +25,9 @@ def fixtures() -> Path:
 
 
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
-os.environ.setdefault("DST_JUDGE_BACKGROUND_ANALYSIS", "0")  # no analysis a test did not ask for (annotate.analysis_jobs)
+os.environ.setdefault(
+    "DST_JUDGE_BACKGROUND_ANALYSIS", "0"
+)  # no analysis a test did not ask for (annotate.analysis.analysis_jobs)
 os.environ.setdefault("DST_JUDGE_ANALYSIS_WAIT", "600")  # pages wait for their analysis (AppTest runs no timers)
 
 from tests.databases import copy_sqlite, db_url, engine, pg_template, sqlite_template  # noqa: E402,F401  (fixtures for every test module)

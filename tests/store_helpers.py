@@ -7,11 +7,11 @@ import zipfile
 
 from sqlalchemy import select
 
-from annotate.assignment import claim_next
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import write_session
 from annotate.store.models import Item
 from annotate.studies import create_study
+from annotate.studies.assignment import claim_next
 
 
 def make_study(engine, fixtures, *, kind="satisfaction", overlap=3, annotators=5, name="study", timeout=30, seed=0):
@@ -33,7 +33,7 @@ def zip_bytes(files: dict[str, bytes]) -> bytes:
 
 def next_item(session, study_id, annotator, now=None):
     """The item this annotator judges next, claimed for them in the caller's transaction and read, or
-    None when done: ``assignment.claim_next`` and the item (what ``annotate.assignment.next_item`` did
+    None when done: ``assignment.claim_next`` and the item (what ``annotate.studies.assignment.next_item`` did
     until only tests used it)."""
     item_id = claim_next(session, study_id, annotator, now)
     if item_id is None:

@@ -10,9 +10,9 @@ import time
 
 from sqlalchemy.exc import OperationalError
 
+from annotate.judging.votes import cast_vote
 from annotate.store.db import make_engine, write_session
 from annotate.store.models import Annotator
-from annotate.votes import cast_vote
 from tests.store_helpers import next_item
 
 

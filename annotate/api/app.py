@@ -9,7 +9,7 @@
     GET  /api/v1/openapi.json                         this API's OpenAPI document
     GET  /api/v1/docs                                 the document browsable (Swagger UI, from the API's own files)
 
-Auth: ``Authorization: Bearer <token>`` (``annotate.tokens``); the token acts as its annotator with
+Auth: ``Authorization: Bearer <token>`` (``annotate.people.tokens``); the token acts as its annotator with
 their role, and every rule (access, roles, k, the item being the caller's) is ``annotate.service``'s,
 as for the pages.  ``{study}`` is a study's id (ASCII digits) or its name, ``{item}`` an item's id
 (``formats.references``).  A request's token is checked before its body is read, a body is at most
@@ -48,7 +48,7 @@ from annotate.api.limits import (
     Text,
 )
 from annotate.api.problems import MEDIA_TYPE, ApiProblem, body, documented
-from annotate.idempotency import MAX_KEY
+from annotate.judging.idempotency import MAX_KEY
 from annotate.service import (
     AuthError,
     CapacityError,

@@ -102,15 +102,15 @@ def analyse(
 ) -> dict:
     """A study's analysis: agreement and majority labels for every kind (with gold accuracy from the
     items' attention checks), plus what the kind adds; ``items`` have key, condition, payload, gold;
-    ``categories``: the declared answers per question (``annotate.study_data.declared_answers``).
+    ``categories``: the declared answers per question (``annotate.analysis.study_data.declared_answers``).
 
-    The result's ``design`` says how the study spent its judgements (``annotate.allocation``; the
+    The result's ``design`` says how the study spent its judgements (``annotate.studies.allocation``; the
     items' π and the ``allocation`` settings given here): ``uniform``, or ``adaptive`` with every
     correlation, difference and λ* recomputed with 1/π weights (``metrics.analysis.design_summary``):
     the unweighted sections then describe the judged dialogues only, not the pool.
 
     ``rating_votes`` (default ``votes``): the votes the kind's summary and the design's estimates rate
-    the dialogues with (``annotate.study_data``: each dialogue's fixed part, issue 26); agreement and
+    the dialogues with (``annotate.analysis.study_data``: each dialogue's fixed part, issue 26); agreement and
     majority labels always take ``votes``."""
     from metrics.analysis import gold_answers, votes_summary
 

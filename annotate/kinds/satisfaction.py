@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.kinds.base import ItemDraft, Kind, StudyError, register
-from annotate.uploads import safe_name
+from annotate.studies.uploads import safe_name
 from formats import ReaderError, expand_paths, read_file_detected, trade_dials
 from formats.dialogue import Dialogue, Turn
 

@@ -1,6 +1,6 @@
 """Admin page: a study's analysis — progress, majority labels, agreement, correlation, λ calibration.
 
-Numbers come from ``annotate.service`` (the cached analysis of ``annotate.reports``: the task kind's
+Numbers come from ``annotate.service`` (the cached analysis of ``annotate.analysis.reports``: the task kind's
 analysis, built from the same functions as the ``python -m metrics`` commands); this page only lays
 them out.  Tables go through ``st.dataframe``, which shows cell text as text (``annotate.pages.tables``:
 without Streamlit's own export, with a spreadsheet-safe CSV download).
@@ -16,11 +16,11 @@ import pandas as pd
 import streamlit as st
 
 from annotate import service
-from annotate.allocation import judgements_total
 from annotate.kinds import KINDS
 from annotate.pages import tables
 from annotate.pages.admin import study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
+from annotate.studies.allocation import judgements_total
 from exports.charts import agreement_chart, annotator_chart, annotator_rows, forest_chart, metric_rating_chart, r_lambda_chart
 from formats.settings import settings
 from metrics import present

@@ -12,9 +12,8 @@ from dataclasses import replace
 import streamlit as st
 
 from annotate import screen, service
-from annotate.auth import PermissionDenied, StudyClosed
+from annotate.judging.loop import Judgement, NotLoggedIn, answer_words
 from annotate.kinds import KINDS
-from annotate.loop import Judgement, NotLoggedIn, answer_words
 from annotate.pages import join, outage
 from annotate.pages.context import (
     app_engine,
@@ -26,6 +25,7 @@ from annotate.pages.context import (
     tab_events,
 )
 from annotate.pages.views import COMMON_KEYS, KEYS, VIEWS, ItemContext
+from annotate.people.auth import PermissionDenied, StudyClosed
 from annotate.service import StudySummary
 from annotate.store.db import unreachable
 from annotate.store.models import WORKER

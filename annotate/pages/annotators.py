@@ -78,7 +78,7 @@ def _api_address() -> str:
 
 
 def _api_tokens(engine, user) -> None:
-    """Bearer tokens of the HTTP API (``annotate.tokens``): made for a person or an automatic judge (never a
+    """Bearer tokens of the HTTP API (``annotate.people.tokens``): made for a person or an automatic judge (never a
     crowd worker), shown once, kept as a hash; listed by their first characters; revoked at once."""
     api = _api_address()
     # The address comes from the browser's Host: shown in a code block, never as Markdown.

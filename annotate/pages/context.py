@@ -1,6 +1,6 @@
 """Page plumbing: the engine, who is logged in, and showing untrusted text safely.
 
-Login state lives in the database (annotate.sessions); the browser keeps only a random
+Login state lives in the database (annotate.people.sessions); the browser keeps only a random
 token in a cookie, written by a tiny script of ours and read server-side from
 ``st.context.cookies`` when a page is reloaded.
 """
@@ -14,8 +14,8 @@ import re
 import streamlit as st
 
 from annotate import service
+from annotate.people.sessions import COOKIE_NAME, SESSION_HOURS
 from annotate.service import PermissionDenied
-from annotate.sessions import COOKIE_NAME, SESSION_HOURS
 from annotate.store import servers
 from annotate.store.db import database_url, get_engine
 from annotate.store.models import Annotator
@@ -88,10 +88,10 @@ def require_admin_page() -> Annotator:
 
 
 def client_address() -> str:
-    """Where a login attempt comes from, for throttling: annotate.proxy decides from the WebSocket
+    """Where a login attempt comes from, for throttling: annotate.people.proxy decides from the WebSocket
     peer's address and the headers (forwarding headers only from ``DST_JUDGE_TRUSTED_PROXIES``).
     Never trusted for anything but the throttle's bookkeeping."""
-    from annotate import proxy
+    from annotate.people import proxy
 
     return proxy.client_address(st.context.ip_address, st.context.headers, proxy.trusted_proxies())
 
@@ -110,8 +110,8 @@ def public_base_url() -> str:
 
 
 def remember_login(token: str, device: str | None = None, crowd: str | None = None) -> None:
-    """Keep the session token (and the browser's new device cookie, annotate.sessions, or crowd cookie,
-    annotate.crowd) for sync_cookie."""
+    """Keep the session token (and the browser's new device cookie, annotate.people.sessions, or crowd cookie,
+    annotate.studies.crowd) for sync_cookie."""
     st.session_state["token"] = token
     if device:
         st.session_state["device_cookie"] = device
@@ -139,13 +139,13 @@ def sync_cookie() -> None:
 
     A script of ours writes ``document.cookie``; the token is a URL-safe random string,
     so it needs no escaping.  The cookie is SameSite=Strict, ``Secure`` when the page came over
-    HTTPS (annotate.proxy.is_https), and expires with the server-side session; after a login the
-    device cookie (annotate.sessions) is written too, after a crowd join the crowd cookie
-    (annotate.crowd), and logout leaves both.
+    HTTPS (annotate.people.proxy.is_https), and expires with the server-side session; after a login the
+    device cookie (annotate.people.sessions) is written too, after a crowd join the crowd cookie
+    (annotate.studies.crowd), and logout leaves both.
     """
-    from annotate import proxy
-    from annotate.crowd import CROWD_COOKIE_NAME
-    from annotate.sessions import DEVICE_COOKIE_NAME, DEVICE_DAYS, cookie_string
+    from annotate.people import proxy
+    from annotate.people.sessions import DEVICE_COOKIE_NAME, DEVICE_DAYS, cookie_string
+    from annotate.studies.crowd import CROWD_COOKIE_NAME
 
     action = st.session_state.pop("cookie_action", None)
     token = st.session_state.get("token")
@@ -155,10 +155,10 @@ def sync_cookie() -> None:
     if action == "set" and token:
         cookies = [cookie_string(COOKIE_NAME, token, SESSION_HOURS * 3600, secure=secure)]
         device = st.session_state.get("device_cookie")
-        if device:  # kept on logout: the browser stays known (annotate.sessions, login throttling)
+        if device:  # kept on logout: the browser stays known (annotate.people.sessions, login throttling)
             cookies.append(cookie_string(DEVICE_COOKIE_NAME, device, DEVICE_DAYS * 86400, secure=secure))
         crowd = st.session_state.get("crowd_cookie")
-        if crowd:  # kept on logout: the worker's browser comes back by the link (annotate.crowd)
+        if crowd:  # kept on logout: the worker's browser comes back by the link (annotate.studies.crowd)
             cookies.append(cookie_string(CROWD_COOKIE_NAME, crowd, DEVICE_DAYS * 86400, secure=secure))
     elif action == "delete":
         cookies = [cookie_string(COOKIE_NAME, "", 0, secure=secure)]

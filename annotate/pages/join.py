@@ -1,5 +1,5 @@
 """A crowd join link (``?join=<study>&key=<secret>&PROLIFIC_PID=...``): the worker is signed in to
-that study without a password, or gets a plain refusal (see annotate.crowd).  The browser keeps a crowd
+that study without a password, or gets a plain refusal (see annotate.studies.crowd).  The browser keeps a crowd
 token per worker (cookie ``dst_judge_crowd``): a worker id that joined already signs in only the browser
 that shows its token (or, on Prolific, the link with the SESSION_ID of the first join); any other
 browser is refused, and sees nothing of that worker."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from annotate import service
-from annotate.crowd import CROWD_COOKIE_NAME, JoinRefused
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
+from annotate.studies.crowd import CROWD_COOKIE_NAME, JoinRefused
 
 
 def join_from_link() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from annotate import proxy, service
-from annotate.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
+from annotate import service
 from annotate.pages.context import app_engine, client_address, remember_login, show_refusal
 from annotate.pages.tables import show_table
-from annotate.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie
+from annotate.people import proxy
+from annotate.people.sessions import DEVICE_COOKIE_NAME, LoginRefused, device_cookie
 from annotate.store.servers import loopback_only
+from annotate.studies.demo import DEMO_ACCOUNTS, demo_accounts_active, setup_hint
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -19,7 +20,7 @@ def _demo_active() -> bool:
 
 def _show_demo_accounts() -> bool:
     """Only while the demo admin keeps its demo password, the server listens on loopback only, and this
-    request came from loopback without any proxy header while no proxy is configured (annotate.proxy):
+    request came from loopback without any proxy header while no proxy is configured (annotate.people.proxy):
     behind nginx on the same host the peer is loopback too."""
     try:
         trusted = proxy.trusted_proxies()

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import streamlit as st
 
 from annotate import service
-from annotate.allocation import judgements_total
+from annotate.analysis.reports import allocation_line
 from annotate.pages.admin import study_picker, votes_download_button
 from annotate.pages.context import (
     app_engine,
@@ -16,7 +16,7 @@ from annotate.pages.context import (
     require_admin_page,
 )
 from annotate.pages.tables import show_table
-from annotate.reports import allocation_line
+from annotate.studies.allocation import judgements_total
 from metrics.present import interval
 
 

@@ -8,7 +8,6 @@ from dataclasses import asdict
 import streamlit as st
 
 from annotate import service
-from annotate.allocation import QUESTIONS
 from annotate.kinds import KINDS
 from annotate.pages.admin import study_picker, votes_download_button
 from annotate.pages.context import (
@@ -21,6 +20,7 @@ from annotate.pages.context import (
 )
 from annotate.pages.tables import show_table
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
+from annotate.studies.allocation import QUESTIONS
 
 
 def studies_page() -> None:
@@ -168,7 +168,7 @@ def _membership_and_guideline(engine, user, study) -> None:
 
 
 def _design_settings(engine, user, study) -> None:
-    """How the study spends its judgements (annotate.allocation): chosen before the first vote."""
+    """How the study spends its judgements (annotate.studies.allocation): chosen before the first vote."""
     current = service.allocation_settings(engine, user, study.id)
     st.caption("Chosen before the first vote. A budget closes the study once spent; a target width when reached.")
     explained = (

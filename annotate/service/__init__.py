@@ -13,7 +13,7 @@ Callers import this package (``from annotate import service``; ``service.answer(
 the wings are how the door is built, one reason to change each (issue 39):
 
 - :mod:`~annotate.service.judging`: the annotator's loop, one read or one write per screen
-  (``annotate.loop``); the vote's :class:`~annotate.loop.Judgement`.
+  (``annotate.judging.loop``); the vote's :class:`~annotate.judging.loop.Judgement`.
 - :mod:`~annotate.service.people`: logins, the demo, accounts, API tokens, the command line's actor.
 - :mod:`~annotate.service.crowd`: crowd workers' join links and finishes; the admin's crowd settings.
 - :mod:`~annotate.service.studies`: a study's life for its admin: creation, settings, members, gold,
@@ -30,9 +30,10 @@ import: the login page and the annotator's loop stay light (issue 36, ``tests/un
 
 from __future__ import annotations
 
-from annotate.auth import AuthError, PermissionDenied, StudyClosed, require_admin
-from annotate.idempotency import KeyReused
-from annotate.loop import NotLoggedIn
+from annotate.judging.idempotency import KeyReused
+from annotate.judging.loop import NotLoggedIn
+from annotate.judging.votes import CapacityError, Reassigned
+from annotate.people.auth import AuthError, PermissionDenied, StudyClosed, require_admin
 from annotate.service.analysis import (
     adjudicate,
     allocation_status,
@@ -143,7 +144,6 @@ from annotate.service.studies import (
     study_settings,
 )
 from annotate.studies import StudyError, question_spec
-from annotate.votes import CapacityError, Reassigned
 
 __all__ = [
     # what the service's callers catch (the pages, the CLIs, the API's problem mapping)

@@ -1,9 +1,9 @@
-"""What the Analysis and Progress pages read, through the door: the analysis (``annotate.analysis_jobs``:
-computed once per study state and settings, in the background, kept in ``annotate.analysis_cache``),
+"""What the Analysis and Progress pages read, through the door: the analysis (``annotate.analysis.analysis_jobs``:
+computed once per study state and settings, in the background, kept in ``annotate.analysis.analysis_cache``),
 progress and allocation status, the annotators left out of the analysis (recorded, reversible),
 annotator quality, adjudication and automatic judges.
 
-The analysis stack is imported by the functions that run it (``annotate.reports``, ``annotate.study_data``):
+The analysis stack is imported by the functions that run it (``annotate.analysis.reports``, ``annotate.analysis.study_data``):
 ``start_background_analysis`` is on the login path, which stays light (issue 36).
 """
 
@@ -14,17 +14,19 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 
-from annotate import allocation, analysis_jobs, assignment, crowd, studies, votes
-from annotate.auth import require_admin
+from annotate import studies
+from annotate.analysis import analysis_jobs
+from annotate.judging import votes
 from annotate.kinds import KINDS
+from annotate.people.auth import require_admin
 from annotate.service.studies import study_settings
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Adjudication, AnalysisExclusion, Annotator, Item, Study
-from annotate.studies import StudyError
+from annotate.studies import StudyError, allocation, assignment, crowd
 
 if TYPE_CHECKING:
-    from annotate import reports
-    from annotate.study_data import Exclusion
+    from annotate.analysis import reports
+    from annotate.analysis.study_data import Exclusion
     from metrics.analysis import AnalysisSettings
 
 
@@ -36,13 +38,13 @@ def allocation_status(engine: Engine, user: Annotator, study_id: int, *, progres
     The interval is the Analysis page's own: the same analysis (``analysis_jobs.study_analysis``),
     with the study's stored settings and the system (condition) the page opens with; ``progress`` as
     there (called only when it is computed)."""
-    from annotate import reports
+    from annotate.analysis import reports
 
     require_admin(user)
     with read_session(engine) as session:
         kind = session.get(Study, study_id).kind
     analysis = None
-    if KINDS[kind].rates_metrics:  # a main question to estimate (annotate.reports)
+    if KINDS[kind].rates_metrics:  # a main question to estimate (annotate.analysis.reports)
         conditions = study_conditions(engine, user, study_id)
         condition = conditions[0] if len(conditions) > 1 else None  # as the Analysis page's System box
         analysis = analysis_jobs.study_analysis(
@@ -70,7 +72,7 @@ def _voter(session, study_id: int, name: str) -> Annotator:
 
 
 def _set_excluded(engine: Engine, user: Annotator, study_id: int, name: str, excluded: bool, reason: str) -> bool:
-    from annotate.study_data import exclusions
+    from annotate.analysis.study_data import exclusions
 
     require_admin(user)
     with write_session(engine) as session:
@@ -106,7 +108,7 @@ def include_annotator(engine: Engine, user: Annotator, study_id: int, name: str,
 
 def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[Exclusion]:
     """The annotators left out of the study's analysis now: who, by whom, when, why."""
-    from annotate.study_data import exclusions
+    from annotate.analysis.study_data import exclusions
 
     require_admin(user)
     with read_session(engine) as session:
@@ -116,7 +118,7 @@ def analysis_exclusions(engine: Engine, user: Annotator, study_id: int) -> list[
 def annotator_quality(engine: Engine, user: Annotator, study_id: int) -> list[reports.AnnotatorQuality]:
     """Each voter's Dawid-Skene competence and spammer flag (``reports.annotator_quality``), for the
     Progress page; the excluded annotators are listed too (``excluded``)."""
-    from annotate import reports
+    from annotate.analysis import reports
 
     require_admin(user)
     return reports.annotator_quality(engine, study_id)
@@ -124,7 +126,7 @@ def annotator_quality(engine: Engine, user: Annotator, study_id: int) -> list[re
 
 def study_conditions(engine: Engine, user: Annotator, study_id: int) -> list[str]:
     """The conditions (systems, variants) of a study's items, in item order."""
-    from annotate.study_data import study_conditions as conditions_of
+    from annotate.analysis.study_data import study_conditions as conditions_of
 
     return conditions_of(engine, user, study_id)
 
@@ -157,7 +159,7 @@ def analysis_look(
     retry: bool = False,
     wait: float = 0.0,
 ):
-    """What the Analysis page can show at once (``annotate.analysis_jobs.look``): the current analysis,
+    """What the Analysis page can show at once (``annotate.analysis.analysis_jobs.look``): the current analysis,
     or the newest one of fewer votes while the current one is computed in the background."""
     return analysis_jobs.look(engine, user, study_id, settings, condition=condition, retry=retry, wait=wait)
 
@@ -172,7 +174,7 @@ def judge_study(
 ) -> dict:
     """An uploaded file of automatic judges' labels against the study's human majority
     (``study_data.judge_study``); the judges are never stored as votes."""
-    from annotate.study_data import judge_study as judged
+    from annotate.analysis.study_data import judge_study as judged
 
     return judged(engine, user, study_id, file_name, data, question, seed=seed)
 
@@ -215,7 +217,7 @@ def item_votes(engine: Engine, user: Annotator, study_id: int, key: str, conditi
 
 
 def study_progress(engine: Engine, user: Annotator, study_id: int) -> reports.StudyProgress:
-    from annotate import reports
+    from annotate.analysis import reports
 
     require_admin(user)
     with read_session(engine) as session:

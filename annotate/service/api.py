@@ -9,16 +9,17 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 
-from annotate import idempotency, loop, studies
-from annotate.assignment import study_row
-from annotate.auth import PermissionDenied, require_admin
+from annotate import studies
+from annotate.judging import idempotency, loop
 from annotate.kinds import KINDS
 from annotate.kinds.base import allowed_answers
 from annotate.kinds.base import question_spec as spec_in
+from annotate.people.auth import PermissionDenied, require_admin
 from annotate.service.downloads import export, record_export
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Study
 from annotate.studies import StudyError, required_questions
+from annotate.studies.assignment import study_row
 from formats.references import MAX_ID, reference
 
 
@@ -138,7 +139,7 @@ def api_vote(
     """One judgement through the API, in one write transaction, exactly as the page stores it
     (``loop.answer``: the item must be the caller's, the answers are checked, k is never exceeded);
     the item stays the caller's (``next`` gives the next one).  ``key``: the client's Idempotency-Key
-    (``annotate.idempotency``): a retry returns the first response and stores nothing."""
+    (``annotate.judging.idempotency``): a retry returns the first response and stores nothing."""
     if not answers:
         raise StudyError("nothing to save: give at least one answer")
     print_ = idempotency.fingerprint(study_id, item_id, answers, comment, seconds)

@@ -1,16 +1,17 @@
 """Crowd workers through the door: joining by a study's link (bound to the browser, issue 37), their
-count, quota and finish; the admin's crowd settings, link and join figures (``annotate.crowd``)."""
+count, quota and finish; the admin's crowd settings, link and join figures (``annotate.studies.crowd``)."""
 
 from __future__ import annotations
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
-from annotate import assignment, crowd, studies
-from annotate.auth import require_admin
-from annotate.sessions import open_session
+from annotate import studies
+from annotate.people.auth import require_admin
+from annotate.people.sessions import open_session
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Study
+from annotate.studies import assignment, crowd
 
 
 def join_crowd(engine: Engine, params, *, client: str = "", device: str | None = None, now=None) -> str:
@@ -24,7 +25,7 @@ def join_crowd_browser(engine: Engine, params, *, client: str = "", device: str 
     browser's new crowd cookie).  ``client``: where the request comes from (the page's client address),
     for the per-client limit; ``device``: the browser's crowd cookie (``crowd.CROWD_COOKIE_NAME``): a
     worker id that joined already signs in only the browser that shows its token (or, on Prolific,
-    the SESSION_ID of the first join; annotate.crowd); ``now``: a simulated clock (tests).  Raises
+    the SESSION_ID of the first join; annotate.studies.crowd); ``now``: a simulated clock (tests).  Raises
     crowd.JoinRefused with a plain message; a refused link changes nothing."""
     for attempt in range(2):  # the same worker joining in two tabs at once: the second finds the first
         try:

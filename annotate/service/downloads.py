@@ -10,11 +10,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
-from annotate import analysis_jobs, assignment, studies, votes
-from annotate.auth import require_admin
+from annotate import studies
+from annotate.analysis import analysis_jobs
+from annotate.judging import votes
+from annotate.people.auth import require_admin
 from annotate.service.studies import study_settings
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator
+from annotate.studies import assignment
 from exports.formats import as_download, write
 from formats.errors import read_text
 
@@ -80,7 +83,7 @@ def export(
     """One export format of a study as a download: (bytes, file name); several files come zipped.
     The analysis is the shared one (``analysis_jobs.study_analysis``), as the Analysis page's."""
     require_admin(user)
-    from annotate import reports
+    from annotate.analysis import reports
 
     settings = settings or study_settings(engine, user, study_id)
     data = reports.load_study(engine, study_id, history=history)
@@ -110,8 +113,8 @@ def export_files(
 ) -> ExportFiles:
     """One export format of a study (by name or id) as its files, analysed afresh with ``settings``;
     an unknown study is a ValueError that lists the names (``study_data.find_study``)."""
-    from annotate import reports
-    from annotate.study_data import find_study
+    from annotate.analysis import reports
+    from annotate.analysis.study_data import find_study
 
     require_admin(user)
     with read_session(engine) as session:  # the newest vote the export holds, read before the votes

@@ -1,6 +1,6 @@
-"""The annotator's loop through the door: one read or one write transaction per screen (``annotate.loop``).
+"""The annotator's loop through the door: one read or one write transaction per screen (``annotate.judging.loop``).
 
-A press is one :class:`annotate.loop.Judgement` (the page makes it once; :func:`answer` makes it from
+A press is one :class:`annotate.judging.loop.Judgement` (the page makes it once; :func:`answer` makes it from
 keywords for scripts, benchmarks and tests); :func:`judge` stores it and returns the screen to show next.
 """
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from sqlalchemy import Engine, select
 
-from annotate import assignment, loop
-from annotate.auth import PermissionDenied
+from annotate.judging import loop
 from annotate.kinds import KINDS
+from annotate.people.auth import PermissionDenied
 from annotate.store.db import not_sent, read_session, write_session
 from annotate.store.models import Annotator, Item, ItemAudio, VoteEvent
-from annotate.studies import StudyError
+from annotate.studies import StudyError, assignment
 
 
 def screen(engine: Engine, user: Annotator | None, study_id: int, item_id: int, *, token: str | None = None) -> loop.Screen:

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Engine, select
 
-from annotate import demo, sessions, studies, tokens
-from annotate.auth import add_annotator, require_admin, set_password
+from annotate import studies
+from annotate.people import sessions, tokens
+from annotate.people.auth import add_annotator, require_admin, set_password
 from annotate.store.db import get_engine, read_session, write_session
 from annotate.store.models import JUDGE, KINDS_OF_ANNOTATOR, WORKER, Annotator
-from annotate.studies import StudyError
+from annotate.studies import StudyError, demo
 
 log_in = sessions.log_in  # name, password, client, device cookie -> (annotator, session token); throttled
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
 
-from annotate import allocation, assignment, membership, studies
-from annotate.auth import require_admin
+from annotate import studies
 from annotate.kinds import get_kind
+from annotate.people.auth import require_admin
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, Study
-from annotate.studies import StudyError, create_study
-from annotate.uploads import unpacked
+from annotate.studies import StudyError, allocation, assignment, create_study, membership
+from annotate.studies.uploads import unpacked
 from formats.gold import read_gold
 
 if TYPE_CHECKING:  # the analysis (numpy and the statistics) is imported by the functions that run it (issue 36)
@@ -36,7 +36,7 @@ class StudySummary:
 
 def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySummary]:
     """Every study (admin pages), or, for ``user``, the studies they may annotate now (membership,
-    not archived; see annotate.membership)."""
+    not archived; see annotate.studies.membership)."""
     with read_session(engine) as session:
         counts = dict(session.execute(select(Item.study_id, func.count()).group_by(Item.study_id)).all())
         allowed = None if user is None else membership.open_studies(session, user)
@@ -110,7 +110,7 @@ def set_allocation(
     max_k: int | None = None,
     lam: float = 0.5,
 ) -> allocation.Drawn:
-    """Choose how the study spends its judgements (``annotate.allocation``), before its first vote."""
+    """Choose how the study spends its judgements (``annotate.studies.allocation``), before its first vote."""
     require_admin(user)
     with write_session(engine) as session:
         study = assignment.lock_study(session, study_id)
@@ -181,7 +181,7 @@ def set_gold(engine: Engine, user: Annotator, study_id: int, file_name: str, dat
 def study_settings(engine: Engine, user: Annotator, study_id: int) -> AnalysisSettings:
     """The analysis settings stored with the study (its λ grid, rating mode, ...), else the defaults
     (``study_data.stored_settings``: with the design's λ among the λs)."""
-    from annotate.study_data import stored_settings
+    from annotate.analysis.study_data import stored_settings
 
     require_admin(user)
     with read_session(engine) as session:
@@ -254,7 +254,7 @@ def set_designed_k(
     vote: ``design`` has ``n``, ``m``, ``k_overlap`` and optionally ``seed`` (a proposal's
     ``as_dict()["proposal"]`` with a seed will do: its ``pool`` must be the study's items, the other
     keys are the designer's own and left out).
-    ``annotate.allocation`` (policy ``designed``) draws the n dialogues and the overlap subset and
+    ``annotate.studies.allocation`` (policy ``designed``) draws the n dialogues and the overlap subset and
     records the design in the study's settings and change log."""
     require_admin(user)
     chosen = {key: design[key] for key in (*allocation.DESIGN_KEYS, "seed", "pool", "weighting") if design.get(key) is not None}
@@ -282,7 +282,7 @@ def design_proposal(
     ``comparison``: FGA at ``lam`` against JGA; ``lambda``: λ* over ``metrics.design.DESIGN_GRID`` with
     ``lam`` the prior best λ (``r_a`` its prior corrected r).  ValueError (the designer's reason) when no
     identified design fits."""
-    from annotate import reports
+    from annotate.analysis import reports
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
     from metrics.design import design

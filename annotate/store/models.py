@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 ROLES = ("annotator", "admin")  # the roles of named accounts
-WORKER = "worker"  # a crowd worker: made by a study's join link only (annotate.crowd), no password
+WORKER = "worker"  # a crowd worker: made by a study's join link only (annotate.studies.crowd), no password
 HUMAN, JUDGE = "human", "judge"  # an annotator's kind: a person, or an automatic judge (an LLM, a classifier; issue 28)
 KINDS_OF_ANNOTATOR = (HUMAN, JUDGE)
 # Minutes an item stays held for an annotator who neither judges nor skips it (a study's own
@@ -83,9 +83,9 @@ class Item(Base):
     meta: Mapped[dict] = mapped_column(JSON, default=dict)  # hidden facts: source file, CoCo success flag, ...
     gold: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # attention check: {question: value}
     extra_capacity: Mapped[int] = mapped_column(Integer, default=0)  # admin re-opens add judgements
-    # places taken (assignments done or active), kept by the transactions that change them (annotate.assignment)
+    # places taken (assignments done or active), kept by the transactions that change them (annotate.studies.assignment)
     holders: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    # the allocation design (annotate.allocation): an adaptive study judges only the items its draw
+    # the allocation design (annotate.studies.allocation): an adaptive study judges only the items its draw
     # included, each with inclusion probability ``pi`` (None: the uniform design)
     included: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     pi: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -219,7 +219,7 @@ class CrowdWorker(Base):
     __tablename__ = "crowd_workers"
     __table_args__ = (
         UniqueConstraint("study_id", "platform", "worker_id", name="uq_crowd_worker"),
-        Index("ix_crowd_workers_client_joined", "client", "joined_at"),  # new workers per client (annotate.crowd)
+        Index("ix_crowd_workers_client_joined", "client", "joined_at"),  # new workers per client (annotate.studies.crowd)
         Index("ix_crowd_workers_study_joined", "study_id", "joined_at"),  # joins per minute
     )
 
@@ -232,7 +232,7 @@ class CrowdWorker(Base):
     joined_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # completion code shown
     client: Mapped[str] = mapped_column(String(100), default="", server_default="")  # address it joined from: the limit only
-    # the key of the browser tokens that bind the worker id to the browser of its first join (annotate.crowd);
+    # the key of the browser tokens that bind the worker id to the browser of its first join (annotate.studies.crowd);
     # empty for the workers who joined before issue 37: no browser can show a token for them
     device_key: Mapped[str] = mapped_column(String(64), default="", server_default="")
 
@@ -267,7 +267,7 @@ class AnalysisExclusion(Base):
 
 
 class ApiToken(Base):
-    """A bearer token of the HTTP API (``annotate.tokens``): it acts as its annotator, with their role.
+    """A bearer token of the HTTP API (``annotate.people.tokens``): it acts as its annotator, with their role.
     Only the SHA-256 of the token is stored (the token is 256 random bits, shown once when made)."""
 
     __tablename__ = "api_tokens"
@@ -283,7 +283,7 @@ class ApiToken(Base):
 
 
 class ApiRequest(Base):
-    """A vote POSTed with an ``Idempotency-Key`` (``annotate.idempotency``): the key, a fingerprint of
+    """A vote POSTed with an ``Idempotency-Key`` (``annotate.judging.idempotency``): the key, a fingerprint of
     the request and the response sent, so that a retried POST gets the same response and stores
     nothing twice.  Written in the vote's own transaction."""
 
@@ -301,7 +301,7 @@ class ApiRequest(Base):
 
 class AnalysisResult(Base):
     """A study's analysis as an app server computed it, shared by every app server of the database
-    (``annotate.analysis_cache``, issue 39): one row per slot (study, analysis settings, condition),
+    (``annotate.analysis.analysis_cache``, issue 39): one row per slot (study, analysis settings, condition),
     holding the newest result (``digest``: the whole key, the study's inputs included) and the lease of
     the server computing the next one (``running_*``), so that two servers compute an analysis once.
     The payload is a compressed pickle of plain values (dicts, lists, numbers, strings) and is loaded

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.sessions import log_in
+from annotate.people.sessions import log_in
 from annotate.store.db import get_engine, read_session
 from annotate.store.models import Adjudication
 from tests.app.test_app import analysis_as, start

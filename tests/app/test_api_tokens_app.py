@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from annotate import service
-from annotate.sessions import log_in
+from annotate.people.sessions import log_in
 from annotate.store.db import get_engine
 from formats.tidy import votes_from_rows
 from metrics import present

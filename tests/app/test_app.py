@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from streamlit.testing.v1 import AppTest
 
 from annotate import service
-from annotate.sessions import MAX_FAILURES, log_in
+from annotate.people.sessions import MAX_FAILURES, log_in
 from annotate.store.db import get_engine, read_session
 from annotate.store.models import Study, VoteEvent
 from tests.conftest import REPO
@@ -169,7 +169,7 @@ def test_annotator_cannot_reach_admin_pages(app_db):
         assert probe.error[0].value == "This page needs an admin login."
         assert not probe.dataframe and not probe.get("download_button")
     user = service.require_admin  # and the service refuses on the server side too
-    from annotate.sessions import session_user
+    from annotate.people.sessions import session_user
 
     annotator = session_user(get_engine(app_db), token)
     with pytest.raises(service.PermissionDenied):
@@ -206,7 +206,7 @@ def test_upload_creates_a_study_and_a_bad_upload_imports_nothing(app_db, fixture
     engine = get_engine(app_db)
     start()  # the demo database
     with read_session(engine) as session:
-        from annotate.auth import find_annotator
+        from annotate.people.auth import find_annotator
 
         admin_user = find_annotator(session, "admin")
         before = session.scalar(select(func.count()).select_from(Study))
@@ -239,14 +239,14 @@ def test_logout(app_db):
     token = app.session_state["token"]
     app.button(key="logout").click().run()
     assert app.title[0].value == "DST Judge"
-    from annotate.sessions import session_user
+    from annotate.people.sessions import session_user
 
     assert session_user(get_engine(app_db), token) is None  # the session is over on the server
 
 
 def _vote_everything(engine, kind: str, answer) -> int:
     """Each demo annotator judges every item of the demo study of ``kind`` through the service."""
-    from annotate.sessions import log_in as open_session
+    from annotate.people.sessions import log_in as open_session
 
     study = next(s for s in service.list_studies(engine) if s.kind == kind)
     cast = 0
@@ -304,8 +304,8 @@ def test_annotator_cannot_reach_analysis(app_db):
     app = login("ann1", "demo-ann1-pw")
     probe = analysis_as(app.session_state["token"])
     assert probe.error[0].value == "This page needs an admin login." and not probe.dataframe
-    from annotate.sessions import session_user
-    from annotate.study_data import study_votes
+    from annotate.analysis.study_data import study_votes
+    from annotate.people.sessions import session_user
 
     with pytest.raises(service.PermissionDenied):
         study_votes(get_engine(app_db), session_user(get_engine(app_db), app.session_state["token"]), 1)
@@ -417,8 +417,8 @@ def test_no_page_or_report_shows_a_command_line_flag(app_db):
     (the notes that said "--bootstrap 0") and the satisfaction demo study voted through."""
     from dataclasses import replace
 
+    from annotate.analysis.study_data import stored_settings
     from annotate.store.db import write_session
-    from annotate.study_data import stored_settings
 
     engine = get_engine(app_db)
     start()
@@ -433,7 +433,7 @@ def test_no_page_or_report_shows_a_command_line_flag(app_db):
     shown = _everything_shown(probe)
     assert "no confidence interval" in shown or "no interval" in shown  # the notes are there, in words
     assert FLAG.findall(shown) == []
-    from annotate.sessions import session_user
+    from annotate.people.sessions import session_user
 
     admin = session_user(engine, token)
     report = service.export(engine, admin, study.id, "report-md")[0].decode().replace("\\", "")  # Markdown's escapes

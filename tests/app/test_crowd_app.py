@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import crowd, service
-from annotate.sessions import session_user
+from annotate import service
+from annotate.people.sessions import session_user
 from annotate.store.db import get_engine
+from annotate.studies import crowd
 from tests.app.test_app import login, page_as
 
 

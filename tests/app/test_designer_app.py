@@ -1,13 +1,13 @@
 """Issue 29 (item 1): the designer on Studies → Change a study → Design and budget: the proposal beside
 uniform k = 3 and the FGA study's 11 x 100 (judgements, predicted width), and fixing it before the first
-vote (the store then runs it: ``annotate.allocation`` policy ``designed``)."""
+vote (the store then runs it: ``annotate.studies.allocation`` policy ``designed``)."""
 
 from __future__ import annotations
 
 import json
 
 from annotate import service
-from annotate.sessions import session_user
+from annotate.people.sessions import session_user
 from annotate.store.db import get_engine
 from bench.corpus import build, dialogue_file
 from tests.app.test_app import login, page_as

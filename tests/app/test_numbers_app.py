@@ -4,8 +4,8 @@ progress is measured against the study's budget."""
 from __future__ import annotations
 
 from annotate import service
-from annotate.auth import PermissionDenied
-from annotate.sessions import log_in
+from annotate.people.auth import PermissionDenied
+from annotate.people.sessions import log_in
 from annotate.store.db import get_engine, write_session
 from annotate.studies import create_study
 from tests.app.test_app import start

@@ -4,7 +4,7 @@ excludes them from the analysis, then takes them back (AppTest, on the demo data
 from __future__ import annotations
 
 from annotate import service
-from annotate.sessions import log_in
+from annotate.people.sessions import log_in
 from annotate.store.db import get_engine
 from tests.app.test_app import _vote_everything, page_as, start
 

@@ -6,7 +6,7 @@ from sqlalchemy import select
 from streamlit.testing.v1 import AppTest
 
 from annotate import service
-from annotate.sessions import log_in
+from annotate.people.sessions import log_in
 from annotate.store.db import get_engine, read_session
 from annotate.store.models import Assignment, VoteEvent
 from tests.app.test_app import _vote_everything, analysis_as, item_button, login, open_going_back, start
@@ -39,7 +39,7 @@ def test_analysis_page_twice_with_the_same_settings(app_db):
 
 
 def test_analysis_is_computed_once_for_the_page_every_export_and_the_report(app_db, monkeypatch):
-    import annotate.study_data as analysis_module  # study_data.analyse_afresh: the computation the cache keeps
+    import annotate.analysis.study_data as analysis_module  # study_data.analyse_afresh: the computation the cache keeps
 
     monkeypatch.setenv("DST_JUDGE_ANALYSIS_PROCESS", "0")  # in this process, where the patch below reaches
     engine = get_engine(app_db)

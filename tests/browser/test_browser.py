@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from annotate.demo import ensure_demo
-from annotate.sessions import COOKIE_NAME
+from annotate.people.sessions import COOKIE_NAME
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import VoteEvent
 from annotate.studies import create_study
+from annotate.studies.demo import ensure_demo
 from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, StreamlitServer, after_run, choose, screenshot, wait_idle
 
 playwright_api = pytest.importorskip("playwright.sync_api")

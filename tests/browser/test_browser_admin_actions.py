@@ -13,9 +13,9 @@ import pytest
 from playwright.sync_api import expect
 from sqlalchemy import select
 
-from annotate.demo import DEMO_STUDIES, ensure_demo
 from annotate.store.db import read_session
 from annotate.store.models import Study
+from annotate.studies.demo import DEMO_STUDIES, ensure_demo
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_workflows import pick
 from tests.browser_harness import after_run, choose, database_server, new_page, require_chromium, screenshot, wait_idle
@@ -127,9 +127,9 @@ def test_admin_actions_show_at_once_repeat_safely_and_keep_the_tab(browser, serv
 def test_the_drill_down_marks_the_current_vote_and_the_final_label_starts_empty(browser, server):  # noqa: F811
     """Issue 24, item 8, as the admin sees it; screenshot 91-analysis-drill-down."""
     from annotate import service
-    from annotate.sessions import log_in as store_log_in
+    from annotate.judging.votes import cast_votes
+    from annotate.people.sessions import log_in as store_log_in
     from annotate.store.db import write_session
-    from annotate.votes import cast_votes
 
     engine = server.engine
     with read_session(engine) as session:

@@ -18,9 +18,9 @@ import time
 import pytest
 
 from annotate import service
-from annotate.auth import PermissionDenied
-from annotate.demo import DEMO_STUDIES, ensure_demo
-from annotate.sessions import log_in as store_log_in
+from annotate.people.auth import PermissionDenied
+from annotate.people.sessions import log_in as store_log_in
+from annotate.studies.demo import DEMO_STUDIES, ensure_demo
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_workflows import pick
 from tests.browser_harness import SCREENSHOTS, database_server, in_viewport, new_page, require_chromium, wait_idle
@@ -262,11 +262,11 @@ def imported_server(tmp_path_factory):
     require_chromium()
     from dataclasses import replace
 
-    from annotate.auth import add_annotator
+    from annotate.analysis.study_data import stored_settings
+    from annotate.people.auth import add_annotator
     from annotate.store.db import write_session
     from annotate.store.models import Study
     from annotate.studies import create_study
-    from annotate.study_data import stored_settings
     from tests.store.test_analysis_cache import text_corpus
 
     folder = tmp_path_factory.mktemp("imported")

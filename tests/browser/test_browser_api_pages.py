@@ -16,8 +16,8 @@ from dataclasses import replace
 import pytest
 
 from annotate import service
-from annotate.demo import DEMO_STUDIES, ensure_demo
-from annotate.sessions import log_in as store_log_in
+from annotate.people.sessions import log_in as store_log_in
+from annotate.studies.demo import DEMO_STUDIES, ensure_demo
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_analysis import ANSWERS_TIMEOUT, PAGE_WIDTH, TABLES_FIT, go_to_analysis, screenshot_top
 from tests.browser.test_browser_workflows import pick

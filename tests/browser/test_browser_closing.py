@@ -2,7 +2,7 @@
 items 1 and 5).
 
 Before: an annotator (or a crowd worker) whose study was archived, or whose last vote spent the
-study's budget, got ``annotate.auth.PermissionDenied: you are not on this study`` as an error box on
+study's budget, got ``annotate.people.auth.PermissionDenied: you are not on this study`` as an error box on
 their next vote.  Now the vote they cast is kept if it was acknowledged, or said not stored; the page
 says the study has closed, gives a worker their completion code, offers an annotator the next open
 study; and every page for every role stays free of error boxes after an archive and a budget close.
@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 
 from annotate import service
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study

@@ -16,12 +16,12 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.auth import add_annotator
-from annotate.crowd import CROWD_COOKIE_NAME
-from annotate.sessions import COOKIE_NAME
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import COOKIE_NAME
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, CrowdWorker, VoteEvent
 from annotate.studies import create_study
+from annotate.studies.crowd import CROWD_COOKIE_NAME
 from tests.browser.test_browser import browser, eventually, press  # noqa: F401  (browser: a fixture)
 from tests.browser_harness import after_run, database_server, new_page, require_chromium, screenshot, wait_idle
 

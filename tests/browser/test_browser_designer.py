@@ -12,7 +12,7 @@ import re
 import pytest
 
 from annotate import service
-from annotate.demo import ensure_demo
+from annotate.studies.demo import ensure_demo
 from bench.corpus import build, dialogue_file
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_analysis import screenshot_top
@@ -119,9 +119,9 @@ def _lambda_study_with_votes(engine, folder) -> None:
     place voted by two demo annotators (satisfied with chance 0.15 + 0.7 × JGA, seeded)."""
     import numpy as np
 
+    from annotate.analysis.reports import load_study
     from annotate.kinds import KINDS
-    from annotate.reports import load_study
-    from annotate.sessions import log_in
+    from annotate.people.sessions import log_in
     from metrics.analysis import AnalysisSettings, per_dialogue_metrics
     from metrics.corpus import ScoreSettings
 

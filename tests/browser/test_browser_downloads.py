@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from annotate import service
-from annotate.auth import add_annotator
-from annotate.sessions import log_in as store_log_in
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import log_in as store_log_in
 from annotate.store.db import write_session
 from annotate.studies import create_study
 from tests.browser.test_browser import log_in

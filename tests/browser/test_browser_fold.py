@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from annotate.auth import set_password
+from annotate.people.auth import set_password
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, VoteEvent
 from tests.browser.test_browser import eventually, log_in, press

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, update
 
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Assignment, Item, VoteEvent, utcnow
 from annotate.studies import create_study
@@ -113,7 +113,7 @@ def test_a_vote_on_an_item_reassigned_meanwhile_is_refused_not_redirected(server
     # The place times out (the annotator went for lunch) and the item goes to someone else, who judges it.
     with write_session(server.engine) as session:
         session.execute(update(Assignment).where(Assignment.status == "active").values(assigned_at=utcnow() - timedelta(days=1)))
-    from annotate.votes import cast_vote
+    from annotate.judging.votes import cast_vote
 
     with write_session(server.engine) as session:  # the expired place goes back and the other takes it
         second = session.scalar(select(Annotator).where(Annotator.name == "second"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import write_session
 from annotate.studies import create_study
 from tests.browser.test_browser import log_in

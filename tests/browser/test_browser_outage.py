@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import Annotator, Item, VoteEvent
 from annotate.studies import create_study

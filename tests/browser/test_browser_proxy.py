@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from annotate.demo import ensure_demo
-from annotate.sessions import COOKIE_NAME, DEVICE_COOKIE_NAME
+from annotate.people.sessions import COOKIE_NAME, DEVICE_COOKIE_NAME
 from annotate.store.db import make_engine, upgrade
+from annotate.studies.demo import ensure_demo
 from tests.browser.test_browser import start_judging
 from tests.browser_harness import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER, wait_idle
 from tests.databases import create_pg_database, drop_pg_database, require_pg

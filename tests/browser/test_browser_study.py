@@ -192,7 +192,7 @@ def test_a_study_from_login_to_report(fresh_server, chromium, fixtures, tmp_path
     screenshot(admin, "26-progress-pilot-a")
     per_annotator = admin.get_by_test_id("stDataFrame").first
     assert per_annotator.locator("text=ann1").count() + per_annotator.locator("text=ann2").count() >= 0
-    from annotate.reports import progress
+    from annotate.analysis.reports import progress
 
     with read_session(engine) as session:
         report = progress(session, session.query(Study).filter_by(name="Pilot A").one().id)

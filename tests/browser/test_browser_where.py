@@ -18,10 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import func, select
 
-from annotate import assignment
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
-from annotate.studies import create_study
+from annotate.studies import assignment, create_study
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,

@@ -16,11 +16,11 @@ import pytest
 from sqlalchemy import select
 
 from annotate import service
-from annotate.demo import DEMO_STUDIES, ensure_demo
-from annotate.sessions import log_in as store_log_in
+from annotate.people.sessions import log_in as store_log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, Study, VoteEvent
 from annotate.studies import create_study
+from annotate.studies.demo import DEMO_STUDIES, ensure_demo
 from tests.browser.test_browser import browser, eventually, log_in, press, start_judging  # noqa: F401  (browser: a fixture)
 from tests.browser_harness import (
     after_run,
@@ -190,7 +190,7 @@ def test_an_adjudicated_label_reaches_the_majority_export(browser, server):  # n
     item = service.next_item(engine, people[0], study.id)
     service.submit(engine, people[0], item.id, {"human_like": "1", "correct": "1"}, comment="reads fine")
     with write_session(engine) as session:  # the second annotator disagrees on the same item
-        from annotate.votes import cast_votes
+        from annotate.judging.votes import cast_votes
 
         cast_votes(session, people[1], item.id, {"human_like": "0", "correct": "0"}, comment="robotic")
     page = admin_analysis(browser, server, DEMO_STUDIES[1])
@@ -316,7 +316,7 @@ def test_an_adaptive_design_is_set_followed_on_progress_and_weighted_in_the_anal
         study = session.scalar(select(Study).where(Study.name == "Adaptive pool"))
         drawn = session.scalars(select(Item).where(Item.study_id == study.id, Item.included.is_(True))).all()
     assert 0 < len(drawn) < 60 and study.settings["allocation"]["budget"] == 90
-    from annotate.auth import PermissionDenied
+    from annotate.people.auth import PermissionDenied
 
     for n, name in enumerate(("ann1", "ann2", "ann3")):  # the three demo annotators judge what was drawn
         person = store_log_in(server.engine, name, f"demo-{name}-pw")[0]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import Annotator, Assignment, Item, VoteEvent
 from annotate.studies import create_study

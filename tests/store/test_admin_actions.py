@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import select
 
 from annotate import service
-from annotate.auth import add_annotator
-from annotate.sessions import log_in
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Item, Study
 from tests.store_helpers import make_study, zip_bytes

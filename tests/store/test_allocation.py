@@ -1,4 +1,4 @@
-"""Issue 17: a study's allocation design (annotate.allocation) in the store, on SQLite and PostgreSQL.
+"""Issue 17: a study's allocation design (annotate.studies.allocation) in the store, on SQLite and PostgreSQL.
 
 The adaptive design draws, before any vote, which dialogues are judged (known probabilities from the
 metrics); the others are never offered.  Split dialogues get more votes up to max k; the caps and the
@@ -14,12 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy import func, select
 
-from annotate import assignment, service
-from annotate.auth import PermissionDenied, add_annotator
+from annotate import service
 from annotate.kinds import StudyError
+from annotate.people.auth import PermissionDenied, add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, Study, VoteEvent
-from annotate.studies import create_study
+from annotate.studies import assignment, create_study
 from bench.corpus import build, dialogue_file
 from metrics.analysis import AnalysisSettings
 from tests.store.test_holders import counters_match
@@ -138,7 +138,7 @@ def test_the_analysis_of_an_adaptive_study_is_weighted_and_says_so(engine, tmp_p
     study, admin, people = _study(engine, tmp_path, n=90, annotators=6, name="analysed")
     service.set_allocation(engine, admin, study.id, policy="adaptive", budget=120, target_width=0.01)
     _judge_everything(engine, study, people)
-    from annotate.reports import load_study
+    from annotate.analysis.reports import load_study
 
     data = load_study(engine, study.id)
     settings = AnalysisSettings(resamples=200, grid=(0.0, 2.0, 21))

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from annotate import service
-from annotate.analysis_jobs import study_analysis
-from annotate.auth import add_annotator
+from annotate.analysis.analysis_jobs import study_analysis
+from annotate.people.auth import add_annotator
 from annotate.store.db import write_session
 from annotate.studies import create_study
 from formats import load_dialogues
@@ -120,7 +120,7 @@ def test_the_annotators_progress_line_counts_against_the_budget(engine, tmp_path
 
 
 def test_the_design_line_of_a_uniform_study_is_the_analysis_pages_difference(engine, tmp_path, monkeypatch):
-    import annotate.study_data as study_data  # study_data.analyse_afresh: the computation the cache keeps
+    import annotate.analysis.study_data as study_data  # study_data.analyse_afresh: the computation the cache keeps
 
     study, admin, people = _study(engine, tmp_path, n=12, overlap=2, annotators=2, name="uniform")
     service.set_allocation(engine, admin, study.id, policy="uniform", target_width=0.01)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from annotate import service
-from annotate.analysis_jobs import study_analysis
-from annotate.auth import PermissionDenied
+from annotate.analysis.analysis_jobs import study_analysis
+from annotate.people.auth import PermissionDenied
 from metrics.analysis import AnalysisSettings
 from tests.store.test_analysis_cache import _study
 

@@ -11,8 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from annotate import analysis_cache, analysis_jobs, reports, service, study_data
-from annotate.auth import PermissionDenied
+from annotate import service
+from annotate.analysis import analysis_cache, analysis_jobs, reports, study_data
+from annotate.people.auth import PermissionDenied
 from annotate.store.db import write_session
 from annotate.store.models import Study
 from tests.store.test_analysis_cache import SETTINGS, _study, _vote

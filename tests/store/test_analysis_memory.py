@@ -11,7 +11,7 @@ import gc
 
 import pytest
 
-from annotate import analysis_jobs, reports
+from annotate.analysis import analysis_jobs, reports
 from tests.store.test_analysis_cache import SETTINGS, _study, _vote
 
 

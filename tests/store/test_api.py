@@ -365,7 +365,7 @@ def test_a_judges_vote_never_gives_an_adaptive_study_an_extra_place(engine, fixt
 
 
 def test_a_judge_has_no_password_so_never_a_page_login(engine, fixtures):
-    from annotate.auth import AuthError
+    from annotate.people.auth import AuthError
 
     api_study(engine, fixtures)
     with pytest.raises((AuthError, service.StudyError), match="judge"):

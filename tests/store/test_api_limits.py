@@ -21,10 +21,10 @@ from sqlalchemy import func, select
 
 from annotate import service
 from annotate.api.limits import MAX_ANSWER, MAX_ANSWERS, MAX_BODY, MAX_COMMENT, MAX_QUESTION, TEXT_PATTERN
-from annotate.crowd import JoinRefused
-from annotate.idempotency import MAX_KEY
+from annotate.judging.idempotency import MAX_KEY
 from annotate.store.db import read_session
 from annotate.store.models import Annotator, Item, Study, VoteEvent
+from annotate.studies.crowd import JoinRefused
 from formats import ReaderError
 from formats.errors import MAX_FIELD_CHARS
 from tests.api_harness import LiveApi, api_study, bearer, client
@@ -206,7 +206,7 @@ def test_a_join_link_reads_its_study_by_the_same_rule(engine, fixtures):
 
 
 def test_a_coco_key_and_a_device_token_read_numbers_by_the_same_rule(tmp_path):
-    from annotate.sessions import _device_parts
+    from annotate.people.sessions import _device_parts
     from formats.coco_eval import split_key
 
     assert split_key("PMUL4648.json3", {"PMUL4648.json"}, "eval.json") == ("PMUL4648.json", 3)

@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import exc, select, text
 
 from annotate import screen
-from annotate.auth import add_annotator
-from annotate.loop import Judgement
-from annotate.sessions import open_session
+from annotate.judging.loop import Judgement
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import open_session
 from annotate.store.db import (
     Busy,
     FairLock,

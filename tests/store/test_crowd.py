@@ -11,11 +11,12 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from annotate import crowd, service
-from annotate.auth import PermissionDenied, add_annotator
-from annotate.sessions import log_in, session_user
+from annotate import service
+from annotate.people.auth import PermissionDenied, add_annotator
+from annotate.people.sessions import log_in, session_user
 from annotate.store.db import make_engine, read_session, write_session
 from annotate.store.models import Annotator, CrowdWorker, LoginSession
+from annotate.studies import crowd
 from tests.store_helpers import make_study
 
 
@@ -119,7 +120,7 @@ def test_a_worker_cannot_log_in_with_a_password_and_admins_settings_are_checked(
     settings = open_crowd(engine, boss, study.id, redirect_url="https://app.prolific.com/submissions/complete?cc=C1A2B3")
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in service.crowd_link(engine, boss, study.id, "http://judge.example")
     worker = session_user(engine, service.join_crowd(engine, prolific(study.id, settings["secret"])))
-    from annotate.sessions import LoginRefused
+    from annotate.people.sessions import LoginRefused
 
     with pytest.raises(LoginRefused):
         log_in(engine, worker.name, "")

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import exc, select, text
 
 from annotate import service
-from annotate.loop import Judgement
+from annotate.judging.loop import Judgement
 from annotate.store.db import make_engine, reachable, read_session, server_timeouts, unreachable, upgrade, write_session
 from annotate.store.models import Study
 from tests.pg_server import NetnsHost, OwnPostgres

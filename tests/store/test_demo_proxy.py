@@ -10,10 +10,10 @@ import sys
 
 from sqlalchemy import func, select
 
-from annotate.auth import set_password
-from annotate.demo import DEMO_ACCOUNTS, demo_refusal, ensure_demo
+from annotate.people.auth import set_password
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator
+from annotate.studies.demo import DEMO_ACCOUNTS, demo_refusal, ensure_demo
 from tests.conftest import REPO
 
 

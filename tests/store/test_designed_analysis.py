@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from annotate import service
+from annotate.analysis.reports import load_study
 from annotate.kinds import KINDS
-from annotate.reports import load_study
 from metrics.analysis import CORRECTED_TARGET, AnalysisSettings, per_dialogue_metrics
 from metrics.corpus import ScoreSettings
 from metrics.design import corrected_difference, corrected_r
@@ -41,7 +41,7 @@ def _voted_app_study(app_db, tmp_path, name: str, dialogues: int, voters: int, d
     ``design``, every place voted by the first ``voters`` demo annotators: (engine, admin, token, study)."""
     import json
 
-    from annotate.sessions import log_in
+    from annotate.people.sessions import log_in
     from annotate.store.db import get_engine
     from bench.corpus import build, dialogue_file
     from tests.app.test_app import start

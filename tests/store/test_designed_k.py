@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from annotate import crowd, service
-from annotate.auth import add_annotator
+from annotate import service
 from annotate.kinds import StudyError
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, Study
-from annotate.studies import create_study
+from annotate.studies import create_study, crowd
 from bench.corpus import build, dialogue_file
 from metrics.design import Design
 from tests.store.test_holders import counters_match
@@ -253,7 +253,7 @@ def test_a_designed_k_is_not_an_extra_place(engine, tmp_path):
         while (item := service.next_item(engine, person, study.id)) is not None:
             service.submit(engine, person, item.id, {"satisfied": "1" if item.payload["dialogue_id"] < "B0020" else "0"})
     assert sum(_done_per_item(engine, study.id).values()) == 20 + 20 * 3
-    from annotate.reports import load_study
+    from annotate.analysis.reports import load_study
     from metrics.analysis import AnalysisSettings
 
     data = load_study(engine, study.id)
@@ -364,7 +364,7 @@ def test_a_lambda_design_draws_by_lambda_score_and_the_analysis_weights_it(engin
     draw of issue 17, n expected), a random m of those drawn with k_overlap votes, the others one; the
     study's question becomes λ*, four annotators at once never pass a dialogue's k, and the analysis
     weights each judged dialogue by 1/π and leads with λ*."""
-    from annotate.allocation import _scores
+    from annotate.studies.allocation import _scores
     from metrics import adaptive
 
     study, admin, people = _study(engine, tmp_path, n=60, overlap=3, annotators=4, name="lambda-design")
@@ -440,7 +440,7 @@ def test_the_command_line_fixes_the_designers_lambda_proposal(db_url, engine, tm
 def test_a_lambda_weighted_design_is_refused_on_a_study_of_several_systems():
     """The designer scores one system's dialogues and the analysis reads one: a λ-weighted draw over two
     systems' items (reachable only by hand: a proposal's pool is one system's) is refused, nothing set."""
-    from annotate.allocation import _draw_design
+    from annotate.studies.allocation import _draw_design
 
     items = [Item(id=i, condition=("sys-a" if i % 2 else "sys-b"), position=i, included=True) for i in range(20)]
     study = Study(id=1, kind="satisfaction", settings={})

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from annotate.auth import add_annotator
-from annotate.reports import load_study
+from annotate.analysis.reports import load_study
+from annotate.judging.votes import cast_votes
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, upgrade, write_session
 from annotate.store.models import Item
 from annotate.studies import create_study
-from annotate.votes import cast_votes
 from exports.formats import FORMATS, write
 from formats import dstc, fga_text
 from formats.tidy import read_votes
@@ -394,8 +394,8 @@ def test_html_report_in_chromium(store, tmp_path):
 
 def test_gold_items_give_each_annotator_an_accuracy(store, tmp_path):
     """Attention checks: a study built with a gold file reports each annotator's accuracy on those items."""
-    from annotate.sessions import log_in
-    from annotate.study_data import analyse
+    from annotate.analysis.study_data import analyse
+    from annotate.people.sessions import log_in
 
     engine, fixtures = store
     gold = tmp_path / "gold.csv"

@@ -21,8 +21,9 @@ import httpx
 import pytest
 from sqlalchemy import exc, func, select, text
 
-from annotate import loop, screen
-from annotate.loop import Judgement
+from annotate import screen
+from annotate.judging import loop
+from annotate.judging.loop import Judgement
 from annotate.store.db import make_engine, reachable, read_session, unreachable, upgrade, write_session
 from annotate.store.models import VoteEvent
 from tests.api_harness import LiveApi, api_study, bearer

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import event, func, select, text
 from sqlalchemy.exc import IntegrityError
 
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import _sqlite_writer, make_engine, read_session, upgrade, write_session
 from annotate.store.models import Annotator
 

@@ -9,9 +9,10 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from annotate import assignment, service
+from annotate import service
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, VoteEvent, utcnow
+from annotate.studies import assignment
 from tests.store_helpers import make_study
 
 

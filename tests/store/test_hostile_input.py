@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.auth import add_annotator
+from annotate.judging.votes import import_votes
+from annotate.people.auth import add_annotator
 from annotate.store.db import make_engine, read_session, upgrade, write_session
 from annotate.store.models import Item, Study, VoteEvent
 from annotate.studies import build_items, create_study
-from annotate.votes import import_votes
 from formats import ReaderError, load_dialogues
 from formats.tidy import read_votes
 from tests.store.test_satisfaction_needs_utterances import dialogue_file_for
@@ -65,7 +65,7 @@ def store(tmp_path_factory, fixtures):
 
 def admin_of(engine):
     """An admin account for the upload paths (made once per store)."""
-    from annotate.auth import find_annotator
+    from annotate.people.auth import find_annotator
 
     with write_session(engine) as session:
         admin = find_annotator(session, "fuzz-admin") or add_annotator(session, "fuzz-admin", "fuzz-admin-pw", role="admin")

@@ -20,12 +20,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, text, update
 
-from annotate.assignment import skip_item
-from annotate.auth import add_annotator
+from annotate.judging.votes import cast_vote, import_votes_file, vote_rows
+from annotate.people.auth import add_annotator
 from annotate.store.db import is_sqlite, read_session, write_session
 from annotate.store.models import Annotator, Assignment, Item, Study, VoteEvent, utcnow
 from annotate.studies import create_study, question_spec
-from annotate.votes import cast_vote, import_votes_file, vote_rows
+from annotate.studies.assignment import skip_item
 from formats import ReaderError
 from tests.conftest import REPO
 from tests.store_helpers import next_item
@@ -143,7 +143,7 @@ def test_a_bad_row_at_the_end_of_a_large_file_leaves_nothing(engine, fixtures):
 KILLED = """
 import os, sys, time
 from annotate.store.db import make_engine
-from annotate.votes import import_votes_file
+from annotate.judging.votes import import_votes_file
 engine = make_engine(sys.argv[1])
 def progress(step):
     if step == sys.argv[2]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from annotate import service
-from annotate.auth import PermissionDenied, add_annotator
-from annotate.sessions import log_in
+from annotate.analysis.study_data import judge_study
+from annotate.people.auth import PermissionDenied, add_annotator
+from annotate.people.sessions import log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import VoteEvent
-from annotate.study_data import judge_study
 from tests.store_helpers import make_study
 
 

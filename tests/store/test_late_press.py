@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from annotate import screen
-from annotate.loop import Judgement
+from annotate.judging.loop import Judgement
 from annotate.store.db import read_session
 from annotate.store.models import VoteEvent
 from tests.store_helpers import make_study

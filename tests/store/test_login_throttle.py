@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from annotate.auth import add_annotator, set_password
-from annotate.proxy import client_address, parse_trusted
-from annotate.sessions import (
+from annotate.people.auth import add_annotator, set_password
+from annotate.people.proxy import client_address, parse_trusted
+from annotate.people.sessions import (
     FREE_FAILURES,
     NAME_FREE_FAILURES,
     LoginRefused,

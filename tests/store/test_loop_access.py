@@ -1,15 +1,17 @@
-"""The annotator's loop checks access in one statement (``annotate.loop.access``); the rule itself is
-``annotate.membership.require_access``.  Both must agree for every role, archived or open study, with or
+"""The annotator's loop checks access in one statement (``annotate.judging.loop.access``); the rule itself is
+``annotate.studies.membership.require_access``.  Both must agree for every role, archived or open study, with or
 without a member list, and a crowd link open or closed (issue 25 review)."""
 
 from __future__ import annotations
 
 import itertools
 
-from annotate import loop, membership, service
-from annotate.auth import PermissionDenied, StudyClosed, add_annotator
-from annotate.sessions import session_user
+from annotate import service
+from annotate.judging import loop
+from annotate.people.auth import PermissionDenied, StudyClosed, add_annotator
+from annotate.people.sessions import session_user
 from annotate.store.db import read_session, write_session
+from annotate.studies import membership
 from tests.store.test_crowd import admin, open_crowd, prolific
 from tests.store_helpers import make_study
 

@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import event, insert, select
 
 from annotate import screen
-from annotate.auth import add_annotator
-from annotate.loop import Judgement
-from annotate.sessions import open_session
+from annotate.judging.loop import Judgement
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import open_session
 from annotate.store.db import is_sqlite, write_session
 from annotate.store.models import Item
 from annotate.studies import create_study

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from annotate import service
-from annotate.auth import PermissionDenied, add_annotator
-from annotate.sessions import log_in
+from annotate.people.auth import PermissionDenied, add_annotator
+from annotate.people.sessions import log_in
 from annotate.store.db import write_session
 from tests.store_helpers import make_study
 

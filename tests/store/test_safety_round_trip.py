@@ -6,9 +6,9 @@ from __future__ import annotations
 import csv
 import io
 
+from annotate.judging.votes import cast_vote, import_votes, rows_to_csv, vote_rows
 from annotate.store.db import read_session, write_session
 from annotate.studies import create_study
-from annotate.votes import cast_vote, import_votes, rows_to_csv, vote_rows
 from tests.store_helpers import make_study, next_item
 
 COMMENTS = [" =2+5", "\t@x", "'=x", "' =HYPERLINK(1)", "=cmd", "-0.5", "'plain", "plain"]

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Item, Study
 from formats import ReaderError

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select, update
 
 from annotate import screen, service
-from annotate.loop import Judgement
+from annotate.judging.loop import Judgement
+from annotate.judging.votes import Reassigned
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, VoteEvent, utcnow
-from annotate.votes import Reassigned
 from tests.store_helpers import make_study
 
 TABS = [(0, "a"), (0, "b"), (1, "a")]  # (annotator, tab): annotator 0 works in two tabs
@@ -34,7 +34,7 @@ _names = itertools.count()
 
 def small_study(engine, fixtures, overlap: int):
     """Three dialogues, five annotators: few enough that a freed place is soon taken by someone else."""
-    from annotate.auth import add_annotator
+    from annotate.people.auth import add_annotator
     from annotate.studies import create_study
 
     name = f"screen-{next(_names)}"
@@ -139,7 +139,7 @@ def test_a_refused_answer_names_the_item_and_why(engine, fixtures):
         )
     # the other annotator is given the freed item and judges it
     with write_session(engine) as session:
-        from annotate.votes import cast_vote
+        from annotate.judging.votes import cast_vote
 
         cast_vote(session, people[1], item.id, "satisfied", "0")
     try:

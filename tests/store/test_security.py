@@ -14,12 +14,12 @@ import pytest
 from sqlalchemy import func, select, update
 
 from annotate import service
-from annotate.auth import add_annotator
-from annotate.sessions import MAX_FAILURES, LoginRefused, log_in, log_out, session_user
+from annotate.analysis.study_data import study_votes
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import MAX_FAILURES, LoginRefused, log_in, log_out, session_user
 from annotate.store import servers
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, LoginSession, VoteEvent, utcnow
-from annotate.study_data import study_votes
 from tests.conftest import REPO
 from tests.store_helpers import make_study
 
@@ -37,7 +37,7 @@ def people(fixtures, engine):
 
 
 def test_password_hashing_is_slow_by_default():
-    code = "from annotate.auth import hash_password; print(hash_password('correct horse battery'))"
+    code = "from annotate.people.auth import hash_password; print(hash_password('correct horse battery'))"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     printed = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True)
     assert printed.stdout.startswith("$2b$12$")  # bcrypt cost 12 unless DST_JUDGE_BCRYPT_ROUNDS says otherwise

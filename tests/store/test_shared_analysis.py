@@ -17,7 +17,8 @@ import time
 import pytest
 from sqlalchemy import select, update
 
-from annotate import analysis_cache, analysis_jobs, reports, service
+from annotate import service
+from annotate.analysis import analysis_cache, analysis_jobs, reports
 from annotate.store.db import read_session, write_session
 from annotate.store.models import AnalysisResult
 from metrics.analysis import AnalysisSettings
@@ -97,7 +98,7 @@ def test_a_second_server_reads_the_analysis_the_first_computed(engine, db_url, t
 
 
 def _third(engine, study):
-    from annotate.auth import add_annotator
+    from annotate.people.auth import add_annotator
 
     with write_session(engine) as session:
         return add_annotator(session, f"{study.name}-late", "pw-late-123")
@@ -185,3 +186,45 @@ def test_a_result_that_cannot_be_shared_ends_its_lease(engine, tmp_path):
     [(digest, running, _, _)] = _rows(engine, study.id)
     assert digest is None and running is None and analysis_cache.lease_lapsed(engine, key)
     assert analysis_cache.cached(key) is result
+
+
+def test_a_server_waiting_for_another_only_reads_while_that_lease_is_live(engine, tmp_path, monkeypatch):
+    """While another server holds the lease on an analysis, a server that wants it polls by reading: it
+    tries to take the lease (a write, which on SQLite queues behind the votes) once, then again only when
+    the other's lease has lapsed, and it takes the other's result when it is stored."""
+    import threading
+
+    study, admin = _voted_study(engine, tmp_path, name="waiting")
+    settings = AnalysisSettings(resamples=20, folds=0, grid=(0.0, 2.0, 5))
+    honest = analysis_jobs.study_analysis(engine, admin, study.id, settings)
+    key = analysis_cache.analysis_key(engine, study.id, settings, None)
+    with write_session(engine) as session:  # another server computes it now: its lease, no result yet
+        session.execute(
+            update(AnalysisResult)
+            .where(AnalysisResult.slot == key.slot_digest)
+            .values(digest=None, running_digest=key.digest, running_until=time.time() + 60, running_by="elsewhere:1:x")
+        )
+    reports.clear_cache()  # this process holds nothing
+    claims, polls, out = [], [], {}
+    real_claim = analysis_cache.claim
+    monkeypatch.setattr(analysis_cache, "claim", lambda *a, **k: claims.append(1) or real_claim(*a, **k))
+    waiter = threading.Thread(
+        target=lambda: out.setdefault(
+            "result", analysis_jobs._obtain(engine, key, lambda: {"n_votes": -1}, waiting=lambda: polls.append(1))
+        )
+    )
+    waiter.start()
+    deadline = time.time() + 60
+    while len(polls) < 5 and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(polls) >= 5 and waiter.is_alive()
+    with write_session(engine) as session:  # the other server stores its result
+        session.execute(
+            update(AnalysisResult)
+            .where(AnalysisResult.slot == key.slot_digest)
+            .values(digest=key.digest, running_digest=None, running_until=None)
+        )
+    waiter.join(30)
+    assert not waiter.is_alive()
+    assert out["result"]["n_votes"] == honest["n_votes"] == 24  # the stored result, not one computed here
+    assert len(claims) == 1  # one try at the lease, then reads only

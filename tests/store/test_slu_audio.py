@@ -11,7 +11,7 @@ import wave
 import pytest
 
 from annotate import service
-from annotate.auth import PermissionDenied, add_annotator
+from annotate.people.auth import PermissionDenied, add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Item, ItemAudio
 from annotate.studies import create_study

@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import func, select, text
 
-from annotate.auth import add_annotator
+from annotate.judging.votes import vote_rows
+from annotate.people.auth import add_annotator
 from annotate.store.db import is_sqlite, read_session, write_session
 from annotate.store.models import Assignment, Item, Study, VoteEvent
 from annotate.studies import create_study
-from annotate.votes import vote_rows
 from bench.corpus import build, dialogue_file
 from tests.conftest import REPO
 from tests.store_workers import annotate_session, process_worker
@@ -78,8 +78,8 @@ KILLED_IMPORT = """
 import sys, time
 from annotate.store.db import make_engine, write_session
 from annotate.studies import create_study
-from annotate.auth import add_annotator
-from annotate.votes import cast_vote
+from annotate.people.auth import add_annotator
+from annotate.judging.votes import cast_vote
 from annotate.store.models import Item
 from sqlalchemy import select
 engine = make_engine(sys.argv[1])

@@ -141,7 +141,7 @@ def test_migrations_match_the_models(engine):
 def test_coco_original_and_counterfactual_never_follow_each_other(engine, fixtures):
     """Every annotator judges every CoCo item (both conditions of each turn); no two consecutive items
     share a turn, and the condition never reaches the page's payload."""
-    from annotate.votes import cast_votes
+    from annotate.judging.votes import cast_votes
     from tests.store_helpers import make_study, next_item
 
     study, people = make_study(engine, fixtures, kind="coco", overlap=3, annotators=3)

@@ -8,12 +8,12 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from annotate.assignment import reopen_item, skip_item
-from annotate.reports import progress
+from annotate.analysis.reports import progress
+from annotate.judging.votes import CapacityError, Reassigned, cast_vote, import_votes, rows_to_csv, vote_rows
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, Item, VoteEvent, utcnow
 from annotate.studies import StudyError, create_study
-from annotate.votes import CapacityError, Reassigned, cast_vote, import_votes, rows_to_csv, vote_rows
+from annotate.studies.assignment import reopen_item, skip_item
 from formats import ReaderError
 from tests.store_helpers import make_study, next_item
 
@@ -207,6 +207,6 @@ def test_bad_vote_import_changes_nothing(engine, fixtures):
         import_votes(session, study, "votes.csv", text)
     with read_session(engine) as session:
         assert session.scalar(select(func.count()).select_from(VoteEvent)) == 0
-        from annotate.auth import find_annotator
+        from annotate.people.auth import find_annotator
 
         assert find_annotator(session, "new-person") is None

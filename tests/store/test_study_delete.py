@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from annotate import service
-from annotate.auth import PermissionDenied, add_annotator
-from annotate.sessions import log_in
+from annotate.people.auth import PermissionDenied, add_annotator
+from annotate.people.sessions import log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Item, Study, VoteEvent
 from annotate.studies import StudyError

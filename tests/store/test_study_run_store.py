@@ -8,15 +8,15 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.sessions import log_in
+from annotate.people.sessions import log_in
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Assignment, VoteEvent
 
 
 def test_skip_is_not_a_trapdoor(engine, fixtures):
     """A skipped item is listed with the judged ones, can be opened and judged, and comes back last."""
-    from annotate.assignment import skip_item
-    from annotate.votes import cast_vote
+    from annotate.judging.votes import cast_vote
+    from annotate.studies.assignment import skip_item
     from tests.store_helpers import make_study, next_item
 
     study, (a,) = make_study(engine, fixtures, overlap=1, annotators=1)
@@ -45,8 +45,8 @@ def test_skip_is_not_a_trapdoor(engine, fixtures):
 
 def test_historical_votes_import_past_the_overlap(engine, fixtures, tmp_path):
     """The FGA study had 11 raters per dialogue; a study with overlap 3 must take them all."""
-    from annotate.reports import progress
-    from annotate.votes import import_votes
+    from annotate.analysis.reports import progress
+    from annotate.judging.votes import import_votes
     from tests.store_helpers import make_study, next_item
 
     study, (newcomer,) = make_study(engine, fixtures, overlap=3, annotators=1)
@@ -69,7 +69,7 @@ def test_historical_votes_import_past_the_overlap(engine, fixtures, tmp_path):
             seen.append(item.key)
             session.add(VoteEvent(item_id=item.id, annotator_id=newcomer.id, question="satisfied", value="1"))
             session.flush()
-            from annotate.assignment import DONE
+            from annotate.studies.assignment import DONE
 
             session.scalar(
                 select(Assignment).where(Assignment.item_id == item.id, Assignment.annotator_id == newcomer.id)
@@ -103,8 +103,8 @@ def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
     """Per name and client a growing delay; per name alone a short one; a reset clears them."""
     from datetime import timedelta
 
-    from annotate.auth import add_annotator
-    from annotate.sessions import FREE_FAILURES, LoginRefused
+    from annotate.people.auth import add_annotator
+    from annotate.people.sessions import FREE_FAILURES, LoginRefused
     from annotate.store.db import make_engine
     from annotate.store.models import utcnow
 
@@ -128,7 +128,7 @@ def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
     with pytest.raises(LoginRefused, match=r"try again in 59 s"):
         log_in(engine, "alice", "guess", client="10.0.0.66", now=last + timedelta(seconds=32))
     # Guessing from many clients slows the name everywhere, but by a minute at most.
-    from annotate.sessions import NAME_FREE_FAILURES
+    from annotate.people.sessions import NAME_FREE_FAILURES
 
     t1 = last + timedelta(minutes=20)
     for n in range(NAME_FREE_FAILURES + 10):
@@ -150,7 +150,7 @@ def test_login_throttle_slows_guessing_but_cannot_lock_a_user_out(db_url):
 
 
 def test_cli_password_reset_clears_failures(db_url):
-    from annotate.sessions import FREE_FAILURES, LoginRefused
+    from annotate.people.sessions import FREE_FAILURES, LoginRefused
     from annotate.store.db import make_engine
     from tests.store.test_annotate_cli import cli, ok
 

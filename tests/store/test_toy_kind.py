@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from annotate import service
-from annotate.auth import add_annotator
 from annotate.kinds import KINDS, register
 from annotate.pages.views import VIEWS, register_view
-from annotate.sessions import log_in
+from annotate.people.auth import add_annotator
+from annotate.people.sessions import log_in
 from annotate.store.db import write_session
 from annotate.studies import create_study
 from exports import formats as export_formats
@@ -54,7 +54,7 @@ def test_a_toy_kind_runs_a_study(toy, engine, tmp_path):
     with pytest.raises(ValueError, match="fga-text is for satisfaction studies"):
         service.export(engine, boss, study_id, "fga-text")
     with pytest.raises(ValueError, match="takes 1 or 0"), write_session(engine) as session:
-        from annotate.votes import cast_vote
+        from annotate.judging.votes import cast_vote
 
         cast_vote(session, add_annotator(session, "r3"), item_id_of(engine, study_id), "fluent", "maybe")
 

@@ -14,10 +14,11 @@ import sys
 import pytest
 from sqlalchemy import func, select
 
-from annotate import crowd, service
-from annotate.auth import AuthError
+from annotate import service
+from annotate.people.auth import AuthError
 from annotate.store.db import make_engine, read_session
 from annotate.store.models import Annotator, Item, VoteEvent
+from annotate.studies import crowd
 from formats.errors import ReaderError
 from tests.api_harness import api_study, bearer, client
 from tests.conftest import REPO
@@ -27,7 +28,7 @@ from tests.store.test_annotate_cli import cli, ok
 
 TIMING = r"""
 import json, statistics, sys, time
-from annotate.auth import add_annotator, authenticate
+from annotate.people.auth import add_annotator, authenticate
 from annotate.store.db import make_engine, read_session, write_session
 
 engine = make_engine(sys.argv[1])
@@ -69,7 +70,7 @@ def test_an_unknown_name_costs_the_same_bcrypt_work_as_a_real_one(db_url):
 
 
 def test_the_dummy_hash_has_the_configured_cost_and_is_made_once(monkeypatch):
-    from annotate import auth
+    from annotate.people import auth
 
     monkeypatch.setattr(auth, "BCRYPT_ROUNDS", 5)
     first = auth.dummy_hash()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from annotate import loop, screen, service
-from annotate.auth import add_annotator
-from annotate.loop import Judgement
+from annotate import screen, service
+from annotate.judging import loop
+from annotate.judging.loop import Judgement
+from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import VoteEvent
 from annotate.studies import create_study

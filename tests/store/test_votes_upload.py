@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import func, select
 
 from annotate import service
-from annotate.auth import PermissionDenied, add_annotator
+from annotate.people.auth import PermissionDenied, add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Item, VoteEvent
 from annotate.studies import create_study

@@ -4,7 +4,7 @@ CoCo rule (an original and its counterfactual never judged one after the other) 
 from __future__ import annotations
 
 from annotate import service
-from annotate.auth import add_annotator
+from annotate.people.auth import add_annotator
 from annotate.store.db import write_session
 from annotate.studies import create_study
 

@@ -12,13 +12,13 @@ import json
 
 from sqlalchemy import event
 
-from annotate import assignment, votes
-from annotate.auth import add_annotator
+from annotate.judging import votes
+from annotate.people.auth import add_annotator
 from annotate.store.db import write_session
-from annotate.studies import create_study
+from annotate.studies import assignment, create_study
 from bench.corpus import build, dialogue_file
 
-MAX_STATEMENTS = 14  # vote (4) + next item (<= 10): see annotate.assignment / annotate.votes
+MAX_STATEMENTS = 14  # vote (4) + next item (<= 10): see annotate.studies.assignment / annotate.judging.votes
 SESSION_STATEMENTS = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")  # the session's own, not the judgement's
 
 

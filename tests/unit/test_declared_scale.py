@@ -137,9 +137,9 @@ def test_cli_categories_and_scale(tmp_path, capsys):
 def test_the_app_passes_the_study_declared_answers():
     """A study's questions declare its answers: binary 0, 1 (an item's own question too), a choice its
     values, a text question none; the analysis of a kind uses them."""
+    from annotate.analysis.study_data import declared_answers
     from annotate.kinds import get_kind
     from annotate.kinds.base import Kind, analyse
-    from annotate.study_data import declared_answers
     from formats.dstc import TRANSCRIPTION_STATUSES
     from metrics.analysis import AnalysisSettings
 

@@ -1,11 +1,11 @@
 """The demo that ships inside the package: its sample files are documented with source and licence, and
-the demo accounts' shipped password hashes are the published passwords' (annotate.demo)."""
+the demo accounts' shipped password hashes are the published passwords' (annotate.studies.demo)."""
 
 from __future__ import annotations
 
 import bcrypt
 
-from annotate.demo import DEMO_ACCOUNTS, DEMO_HASHES
+from annotate.studies.demo import DEMO_ACCOUNTS, DEMO_HASHES
 from formats import load_dialogues
 from formats.settings import PACKAGE_SAMPLE_DATA
 

@@ -111,7 +111,13 @@ def test_no_sys_path_edits():
 def test_the_api_and_the_pages_reach_the_store_only_through_the_service():
     """annotate.api (the HTTP routes) and annotate.pages are clients of ``annotate.service``: neither
     imports the other, and the API imports no module that reads or writes the store by itself."""
-    store = ("annotate.store", "annotate.loop", "annotate.votes", "annotate.assignment", "annotate.tokens")
+    store = (
+        "annotate.store",
+        "annotate.judging.loop",
+        "annotate.judging.votes",
+        "annotate.studies.assignment",
+        "annotate.people.tokens",
+    )
     wrong = []
     for path in sorted((REPO / "annotate" / "api").rglob("*.py")):
         for name in _imports(path):
@@ -156,15 +162,25 @@ def test_the_analysis_path_runs_one_way():
     back: the cache imports nothing that computes or reports, the jobs nothing of the reports, and
     the reports, the study data and the cache nothing of the jobs (at module level or inside a function)."""
     below = {
-        "analysis_cache": {"annotate.analysis_jobs", "annotate.reports", "annotate.study_data", "annotate.service"},
-        "analysis_jobs": {"annotate.reports", "annotate.service"},
-        "reports": {"annotate.analysis_jobs", "annotate.service"},
-        "study_data": {"annotate.analysis_jobs", "annotate.analysis_cache", "annotate.reports", "annotate.service"},
+        "analysis_cache": {
+            "annotate.analysis.analysis_jobs",
+            "annotate.analysis.reports",
+            "annotate.analysis.study_data",
+            "annotate.service",
+        },
+        "analysis_jobs": {"annotate.analysis.reports", "annotate.service"},
+        "reports": {"annotate.analysis.analysis_jobs", "annotate.service"},
+        "study_data": {
+            "annotate.analysis.analysis_jobs",
+            "annotate.analysis.analysis_cache",
+            "annotate.analysis.reports",
+            "annotate.service",
+        },
     }
     wrong = [
-        f"annotate/{name}.py imports {module}"
+        f"annotate/analysis/{name}.py imports {module}"
         for name, banned in below.items()
-        for module, _ in _module_imports(REPO / "annotate" / f"{name}.py")
+        for module, _ in _module_imports(REPO / "annotate" / "analysis" / f"{name}.py")
         if any(module == b or module.startswith(b + ".") for b in banned)
     ]
     assert wrong == []
@@ -246,7 +262,7 @@ def test_no_private_name_is_imported_from_another_module():
 # (annotate/pages/views/, one per kind, registered by name) and the demo that makes one study of each
 # kind.  Anywhere else a kind is asked for what it does (a ``Kind`` attribute), never compared by name.
 KIND_NAMES = ("satisfaction", "coco", "slu")
-MAY_NAME_KINDS = ("annotate/kinds/", "annotate/pages/views/", "annotate/demo.py", "annotate/store/migrations/")
+MAY_NAME_KINDS = ("annotate/kinds/", "annotate/pages/views/", "annotate/studies/demo.py", "annotate/store/migrations/")
 
 
 def test_task_kinds_are_named_only_in_their_own_modules():
@@ -270,3 +286,45 @@ def test_task_kinds_are_named_only_in_their_own_modules():
             if isinstance(node, ast.Constant) and node.value in KIND_NAMES and id(node) not in docstrings
         ]
     assert named == []
+
+
+def test_the_wings_of_annotate_point_one_way():
+    """Issue 39, item 3: ``annotate/`` in wings, people <- studies <- judging <- analysis (then the service,
+    the screen, the pages, the API and the CLIs above them): a wing imports only ``annotate.store``,
+    ``annotate.kinds``, itself and the wings before it (at module level or inside a function)."""
+    order = ["people", "studies", "judging", "analysis"]
+    wrong = []
+    for position, wing in enumerate(order):
+        allowed = {"annotate.store", "annotate.kinds", *(f"annotate.{w}" for w in order[: position + 1])}
+        for path in sorted((REPO / "annotate" / wing).glob("*.py")):
+            for module, names in _module_imports(path):
+                if module == "annotate":  # ``from annotate import X``: X is the module
+                    module = f"annotate.{names[0]}" if names else module
+                if not module.startswith("annotate.") or module == "annotate.__main__":
+                    continue
+                if not any(module == a or module.startswith(a + ".") for a in allowed):
+                    wrong.append(f"{path.relative_to(REPO)} imports {module}")
+    assert wrong == []
+
+
+def test_pages_and_reports_write_no_command_line_flag():
+    """Issue 39: the words people read are made from values, not from the CLI's wording: no string in a page,
+    a page's view, the report or the presentation layer spells a ``--flag`` (what they show when rendered
+    is checked in ``tests/app/test_no_flags.py``)."""
+    import re
+
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z-]+")
+    files = [*(REPO / "annotate" / "pages").rglob("*.py"), REPO / "exports" / "report.py", REPO / "metrics" / "present.py"]
+    files.append(REPO / "metrics" / "summary.py")
+    wrong = []
+    for path in files:
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(parent.body[0].value)
+            for parent in ast.walk(tree)
+            if isinstance(getattr(parent, "body", None), list) and parent.body and isinstance(parent.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+                wrong += [f"{path.relative_to(REPO)}:{node.lineno}: {m}" for m in flag.findall(node.value)]
+    assert wrong == []

@@ -3,7 +3,7 @@ Analysis page, the Progress page's design line, the report and the command lines
 
 from __future__ import annotations
 
-from annotate.reports import AllocationStatus, allocation_line
+from annotate.analysis.reports import AllocationStatus, allocation_line
 from metrics import present
 
 

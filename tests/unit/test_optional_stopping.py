@@ -1,10 +1,10 @@
 """Optional stopping in adaptive designs (issue 26, item 7).
 
-The ``max_k`` rule (``annotate.allocation.after_judgement``) gives a dialogue one more vote while
+The ``max_k`` rule (``annotate.studies.allocation.after_judgement``) gives a dialogue one more vote while
 ``metrics.adaptive.settled`` says its votes are split; an admin's re-open adds places too.  Both are
 decided from the votes so far, so the mean of all a dialogue's votes is biased towards the answer
 that stops early.  The correlations, differences and λ* therefore rate each dialogue from its fixed
-part, its first ``overlap`` annotators (``metrics.adaptive.fixed_part``, ``annotate.study_data``).
+part, its first ``overlap`` annotators (``metrics.adaptive.fixed_part``, ``annotate.analysis.study_data``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import json
 import numpy as np
 import pytest
 
+from annotate.analysis.study_data import bind_analyser
 from annotate.kinds import get_kind
-from annotate.study_data import bind_analyser
 from bench.corpus import build, dialogue_file
 from exports.study import ItemRecord, StudyData
 from formats.tidy import Vote

@@ -1,4 +1,4 @@
-"""Who is asking behind a reverse proxy (annotate.proxy), and the cookie string (issue 23, items 2, 6, 10):
+"""Who is asking behind a reverse proxy (annotate.people.proxy), and the cookie string (issue 23, items 2, 6, 10):
 forwarding headers believed only from configured proxies, demo passwords only to direct loopback
 requests, ``Secure`` cookies over HTTPS."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.proxy import (
+from annotate.people.proxy import (
     ProxyConfigError,
     client_address,
     forwarded_allow_ips,
@@ -16,7 +16,7 @@ from annotate.proxy import (
     proxy_configured,
     trusted_proxies,
 )
-from annotate.sessions import COOKIE_NAME, cookie_string
+from annotate.people.sessions import COOKIE_NAME, cookie_string
 
 LOOPBACK = parse_trusted("127.0.0.1,::1")
 NGINX_TIER = parse_trusted("10.0.0.0/24")

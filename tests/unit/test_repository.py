@@ -9,10 +9,11 @@ def test_one_timeout_constant():
     import inspect
 
     from annotate import __main__ as cli
-    from annotate import assignment, studies
+    from annotate import studies
     from annotate.pages import admin, annotators, progress
     from annotate.pages import studies as studies_page
     from annotate.store.models import DEFAULT_TIMEOUT_MINUTES
+    from annotate.studies import assignment
 
     assert studies.create_study.__kwdefaults__["timeout_minutes"] == DEFAULT_TIMEOUT_MINUTES
     assert cli.build_parser().parse_args(["study", "create", "x", "p", "--kind", "slu"]).timeout == DEFAULT_TIMEOUT_MINUTES

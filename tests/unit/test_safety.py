@@ -73,7 +73,7 @@ def test_the_votes_csv_round_trip_gives_the_original_text(tmp_path):
     content = votes_csv(rows)
     cells = [row["comment"] for row in csv.DictReader(io.StringIO(content.decode()))]
     assert cells == ["'=2+5", "' =2+5", "'\t@x", "' @evil", "''=x", "-0.5"]
-    assert [unneutralise(cell) for cell in cells] == names  # annotate.votes.import_votes reads cells so
+    assert [unneutralise(cell) for cell in cells] == names  # annotate.judging.votes.import_votes reads cells so
     path = tmp_path / "votes.csv"
     path.write_bytes(content)
     table = read_votes(path)

@@ -20,8 +20,8 @@ from tests.conftest import REPO
 HEAVY = ("numpy", "pandas", "pyarrow", "altair", "scipy", "statsmodels", "krippendorff")
 ANALYSIS = (
     "metrics",  # every metrics module: the login path needs none of the statistics
-    "annotate.reports",
-    "annotate.study_data",
+    "annotate.analysis.reports",
+    "annotate.analysis.study_data",
     "exports.report",
     "exports.charts",
     "annotate.pages.admin",
@@ -33,7 +33,7 @@ ANALYSIS = (
 )
 # What the first run of an anonymous visit imports besides app.py's own imports: the analysis warmer is
 # started with the app's engine (annotate.pages.context.app_engine -> service.start_background_analysis).
-FIRST_RUN = ("import annotate.analysis_jobs",)
+FIRST_RUN = ("import annotate.analysis.analysis_jobs",)
 
 PROBE = """
 import json, sys
@@ -82,4 +82,6 @@ def test_the_login_path_imports_no_analysis_stack():
 def test_the_service_and_the_kinds_import_no_analysis_stack():
     """What the login page, an annotator's page, the API and the CLIs build on is light to import; the
     analysis is imported where it runs."""
-    assert loaded_after(["import annotate.service, annotate.kinds, annotate.loop, annotate.screen, exports.formats"]) == []
+    assert (
+        loaded_after(["import annotate.service, annotate.kinds, annotate.judging.loop, annotate.screen, exports.formats"]) == []
+    )

@@ -4,7 +4,7 @@ A 195 MB ``[{},{},...]`` JSON took 4.5 GB before it was refused; a zip whose hea
 bytes for a member that inflates to 1 GB took 2.0 GB.  The bounds stated (docs/security.md, threat model):
 reading a JSON file takes its bytes and its text (twice its size for ASCII text) and a little more
 before a document of too many values is refused, and unpacking an archive takes the upload and a
-chunk or two (``annotate.uploads.CHUNK``, 1 MB) whatever its members inflate to.
+chunk or two (``annotate.studies.uploads.CHUNK``, 1 MB) whatever its members inflate to.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import zipfile
 import pytest
 
 from annotate.studies import build_items
-from annotate.uploads import unpacked
+from annotate.studies.uploads import unpacked
 from formats import ReaderError, read_file
 
 MB = 1 << 20
@@ -104,7 +104,7 @@ def test_a_zip_bomb_with_a_lying_header_is_refused_in_bounded_memory():
 def test_a_member_inflating_past_the_limit_within_its_declared_size_is_stopped(monkeypatch):
     """Headers that tell the truth about a size over the limit are refused before anything is
     inflated; the bytes coming out are counted too (a limit of 3 MB, a member of 8 MB claiming 2 MB)."""
-    monkeypatch.setattr("annotate.uploads.MAX_UPLOAD_MB", 3)
+    monkeypatch.setattr("annotate.studies.uploads.MAX_UPLOAD_MB", 3)
     honest = zip_bomb(8 * MB, claimed=8 * MB)
     with pytest.raises(ReaderError, match=r"^bomb.zip: unpacks to 8.4 MB, over the 3 MB limit"):
         with unpacked([("bomb.zip", honest)]):

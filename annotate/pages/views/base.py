@@ -3,7 +3,7 @@
 A view draws one item of its kind (``render(st, ctx)``): the kind (``annotate/kinds/``) says what an
 item is, which questions it asks and what answers they allow, without Streamlit; its view, here,
 draws it.  Answer buttons call ``ctx.on_answer`` as their ``on_click`` callback: the answer is stored
-before the item fragment runs again, in one write that also claims the next item (``annotate.loop``),
+before the item fragment runs again, in one write that also claims the next item (``annotate.judging.loop``),
 and that one run shows the next item.  A view drawn the other way (``if st.button(...):
 ctx.vote(...)``) works too, with a second run.
 """

@@ -4,7 +4,7 @@ Revision ID: 0013
 Revises: 0012
 
 ``k`` (NULL: the study's overlap, as every item had before) is the places an item has by the study's
-design (``annotate.allocation``, policy ``designed``: k_overlap on a random overlap subset, one on the
+design (``annotate.studies.allocation``, policy ``designed``: k_overlap on a random overlap subset, one on the
 others).  Every capacity is ``coalesce(k, overlap) + extra_capacity``.  ``ix_items_capacity`` gains
 ``k`` so that an annotator's progress line (the study's places) is still read from the index alone.
 """

@@ -4,7 +4,7 @@ Revision ID: 0014
 Revises: 0013
 
 The key (random, 32 bytes URL-safe) of the browser tokens that bind a worker id to the browser of its
-first join (``annotate.crowd``): a join link claiming a worker who joined already signs in only a
+first join (``annotate.studies.crowd``): a join link claiming a worker who joined already signs in only a
 browser that shows a token made with this key (or, on Prolific, the link's SESSION_ID of the first
 join).  The workers who joined before have none (empty): their live logins go on, but no browser can
 show a token for them, so only Prolific's SESSION_ID brings them back by the link.

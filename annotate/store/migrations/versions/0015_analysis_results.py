@@ -5,7 +5,7 @@ Revises: 0014
 
 One row per (study, analysis settings, condition): the newest analysis computed (a compressed pickle of
 plain values, loaded with no class or function allowed) and the lease of the server computing the next
-one (``annotate.analysis_cache``).  Only a cache: a row deleted costs a recomputation.
+one (``annotate.analysis.analysis_cache``).  Only a cache: a row deleted costs a recomputation.
 """
 
 import sqlalchemy as sa

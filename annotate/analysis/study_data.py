@@ -4,8 +4,8 @@
 kind's dialogues, adjudications, and an analyser bound to the study's kind; ``analyse`` is its
 analysis; ``analyse_afresh`` is the analysis the pages, the exports and the report show: without the
 annotators an admin left out of it (``exclusions``, recorded and reversible).  The study as the writers
-take it, with its progress report, is ``annotate.reports.load_study``; the analysis cache that keeps one
-analysis per study state and settings is ``annotate.analysis_cache``, filled by ``annotate.analysis_jobs``:
+take it, with its progress report, is ``annotate.analysis.reports.load_study``; the analysis cache that keeps one
+analysis per study state and settings is ``annotate.analysis.analysis_cache``, filled by ``annotate.analysis.analysis_jobs``:
 they sit above this module.
 
 No permission check in ``read_study``: the CLIs run with the database's own credentials, and the
@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, replace
 from sqlalchemy import Engine, func, select, true
 from sqlalchemy.orm import Session
 
-from annotate import crowd
-from annotate.auth import require_admin
+from annotate.judging.votes import vote_rows
 from annotate.kinds import analyse as analyse_kind
 from annotate.kinds import get_kind
+from annotate.people.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import AnalysisExclusion, Annotator, CrowdWorker, Item, Study, VoteEvent
-from annotate.votes import vote_rows
+from annotate.studies import crowd
 from exports.study import ItemRecord, StudyData
 from formats.tidy import VoteTable, read_votes, votes_from_rows
 from metrics.adaptive import fixed_part
@@ -43,7 +43,7 @@ def find_study(session, study: str | int) -> Study:
 
 def read_study(session, study: str | int, *, history: bool = False) -> StudyData:
     """The study (by name or id) as plain data, read in the caller's (read) transaction; its
-    ``progress_report`` is left empty (``annotate.reports.load_study`` fills it)."""
+    ``progress_report`` is left empty (``annotate.analysis.reports.load_study`` fills it)."""
     row = find_study(session, study)
     items = [
         ItemRecord(
@@ -169,7 +169,7 @@ def judges_against_humans(humans: VoteTable, everyone: VoteTable, judges: list[s
 def first_vote_order(session, study_id: int) -> dict[tuple[tuple[str, str], str], int]:
     """(unit (item key, condition), annotator) -> the id of the annotator's first vote event on the
     item: the order in which a dialogue's annotators came.  Annotators are named as in
-    ``annotate.votes.vote_rows`` (a crowd worker ``<platform>:<worker id>``)."""
+    ``annotate.judging.votes.vote_rows`` (a crowd worker ``<platform>:<worker id>``)."""
     first = (
         select(VoteEvent.item_id, VoteEvent.annotator_id, func.min(VoteEvent.id).label("first"))
         .join(Item, Item.id == VoteEvent.item_id)
@@ -370,8 +370,8 @@ def leave_out_excluded(session: Session, data: StudyData, study_id: int) -> list
 
 def analyse_afresh(engine: Engine, study_id: int, settings: AnalysisSettings, condition: str | None, progress) -> dict:
     """The study's analysis without the annotators left out of it (:func:`leave_out_excluded`), computed
-    afresh (no access check: ``annotate.analysis_jobs`` computes it for the pages, the exports and the
-    report, and keeps it in ``annotate.analysis_cache``)."""
+    afresh (no access check: ``annotate.analysis.analysis_jobs`` computes it for the pages, the exports and the
+    report, and keeps it in ``annotate.analysis.analysis_cache``)."""
     with read_session(engine) as session:
         data = read_study(session, study_id)
         leave_out_excluded(session, data, study_id)

@@ -4,7 +4,7 @@
 studies) and unless ``DST_JUDGE_DEMO=0``, it creates an admin and three annotators and
 one study per kind, in one transaction, and prints the accounts.
 
-Never behind a proxy: when trusted proxies are configured (annotate.proxy) the demo, whose
+Never behind a proxy: when trusted proxies are configured (annotate.people.proxy) the demo, whose
 passwords are printed here and in the README, is not created, and ``python -m annotate serve``
 refuses to start while a demo account still has its demo password (``demo_refusal``).
 """
@@ -43,8 +43,8 @@ def fixtures_dir() -> Path:
 
 def ensure_demo(engine: Engine, *, announce: bool = True) -> bool:
     """Create the demo on an empty database; True if it was created now."""
-    from annotate.auth import add_annotator
     from annotate.kinds import KINDS
+    from annotate.people.auth import add_annotator
     from annotate.store.db import write_session
     from annotate.store.models import Annotator, Study
     from annotate.studies import create_study
@@ -96,7 +96,7 @@ BEHIND_PROXY = (
 
 
 def _behind_proxy() -> bool:
-    from annotate.proxy import ProxyConfigError, proxy_configured
+    from annotate.people.proxy import ProxyConfigError, proxy_configured
 
     try:
         return proxy_configured()
@@ -119,7 +119,7 @@ def demo_pending(engine: Engine) -> bool:
 
 def demo_passwords_in_use(engine: Engine) -> list[str]:
     """The demo accounts that still have their published password."""
-    from annotate.auth import find_annotator, password_matches
+    from annotate.people.auth import find_annotator, password_matches
     from annotate.store.db import read_session
 
     with read_session(engine) as session:
@@ -182,7 +182,7 @@ def setup_hint(engine: Engine) -> str | None:
 
 def demo_accounts_active(engine: Engine) -> bool:
     """Whether the demo admin still has the demo password (so the login page may show it)."""
-    from annotate.auth import find_annotator, password_matches
+    from annotate.people.auth import find_annotator, password_matches
     from annotate.store.db import read_session
 
     with read_session(engine) as session:

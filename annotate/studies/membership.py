@@ -4,7 +4,7 @@
 Rule: admins may open every study; an annotator may annotate a study that is not archived and
 either has no members (open to every annotator, as every study was before membership existed) or
 lists them as a member; a crowd worker only the study whose link they joined, while it is open to
-the crowd (``annotate.crowd``).  Checked on the server in every annotator action (``annotate.service``).
+the crowd (``annotate.studies.crowd``).  Checked on the server in every annotator action (``annotate.service``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from annotate import crowd
-from annotate.auth import AuthError, PermissionDenied, StudyClosed, find_annotator
+from annotate.people.auth import AuthError, PermissionDenied, StudyClosed, find_annotator
 from annotate.store.models import WORKER, Annotator, Study, StudyMember
-from annotate.studies import record
+from annotate.studies import crowd, record
 
 
 def members(session: Session, study_id: int) -> list[str]:

@@ -10,7 +10,7 @@ with their role: an admin's token can do what the admin can, an annotator's what
 
 A token ends when an admin revokes it (``token revoke NAME --all``, or ``--id N`` for one; no option
 is ``--all``) and when the person's password is reset (``annotator password NAME`` or the admin page:
-``annotate.auth.set_password``), so a reset after a leak leaves no token of the other hands working.
+``annotate.people.auth.set_password``), so a reset after a leak leaves no token of the other hands working.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from annotate.auth import AuthError
+from annotate.people.auth import AuthError
 from annotate.store.models import WORKER, Annotator, ApiToken, utcnow
 
 PREFIX = "dstj_"

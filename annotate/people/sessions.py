@@ -18,7 +18,7 @@ must slow guessing, but never keep a person out of their own account.
   waits 30 s after its last failure, doubling, at most 15 min.  Nobody else's failures -
   from any address, in any number - touch it.
 - **Unknown browsers** (first login here, cookies cleared, a guesser) are counted per name and
-  client address (``client``, resolved by annotate.proxy: trusted proxies only): the same
+  client address (``client``, resolved by annotate.people.proxy: trusted proxies only): the same
   schedule (``FREE_FAILURES`` free in an hour, then 30 s doubling, at most 15 min); and per
   name over all unknown browsers together:
   after ``NAME_FREE_FAILURES`` (25) failures in 15 minutes every unknown browser waits 5 s
@@ -39,7 +39,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, and_, bindparam, delete, func, select, update
 
-from annotate.auth import authenticate, find_annotator
+from annotate.people.auth import authenticate, find_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import WORKER, Annotator, LoginFailure, LoginSession, utcnow
 from formats.references import number
@@ -181,7 +181,7 @@ def log_in(
 ) -> tuple[Annotator, str]:
     """Check the password and open a session: (annotator, token for the cookie).
 
-    ``client`` is the address the attempt is counted under (annotate.proxy.client_address);
+    ``client`` is the address the attempt is counted under (annotate.people.proxy.client_address);
     ``device`` the browser's device cookie, if any.  Refused while a throttle's delay runs (see
     the module docstring); a failure is committed even though the login is refused.
 
@@ -221,7 +221,7 @@ def log_in(
 
 def cookie_string(name: str, value: str, max_age: int, *, secure: bool) -> str:
     """What our script writes to ``document.cookie``: path /, SameSite=Strict, and ``Secure`` when the
-    page was served over HTTPS (annotate.proxy.is_https), so the browser never sends it in clear text.
+    page was served over HTTPS (annotate.people.proxy.is_https), so the browser never sends it in clear text.
 
     >>> cookie_string("dst_judge_session", "abc", 60, secure=True)
     'dst_judge_session=abc; path=/; max-age=60; samesite=strict; secure'
@@ -243,7 +243,7 @@ def open_session(session, annotator: Annotator, now: datetime | None = None) -> 
     return token
 
 
-# Built once: every screen read and every vote runs it (issue 38, as ``annotate.loop``'s statements).
+# Built once: every screen read and every vote runs it (issue 38, as ``annotate.judging.loop``'s statements).
 _USER_IN = (
     select(Annotator)
     .join(LoginSession, LoginSession.annotator_id == Annotator.id)
@@ -258,7 +258,7 @@ _USER_IN = (
 def user_in(session, token: str | None, now: datetime | None = None) -> Annotator | None:
     """The annotator of a live session token, or None (unknown, expired, revoked), read in the caller's
     transaction with one statement: the annotator's screen and vote check the login in the same
-    transaction as everything else they read or write (``annotate.loop``)."""
+    transaction as everything else they read or write (``annotate.judging.loop``)."""
     if not isinstance(token, str) or not token or len(token) > 200:
         return None
     annotator = session.scalars(_USER_IN, {"token": _digest(token), "now": now or utcnow()}).first()

@@ -24,7 +24,7 @@ the study's main question, the judgements projected to reach the target (width s
 closes the study when it is reached (:func:`close_when_reached`).
 
 This module decides and stores the design (the draw's numbers are ``metrics.adaptive``'s); where a
-study stands against it, in numbers and in prose, is ``annotate.reports``'s.
+study stands against it, in numbers and in prose, is ``annotate.analysis.reports``'s.
 
 The design must be chosen before the first vote: probabilities that depended on votes would no longer
 be known in advance, and the 1/π weights would not correct the selection.
@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from annotate.assignment import DONE, lock_study, release_study, study_row
 from annotate.kinds import StudyError, get_kind
 from annotate.store.models import JUDGE, Annotator, Assignment, Item, Study, VoteEvent
 from annotate.studies import record
+from annotate.studies.assignment import DONE, lock_study, release_study, study_row
 
 # metrics.adaptive (numpy) is imported by the functions that draw or grow a design: the login page and an
 # annotator's uniform study never need it (issue 36).
@@ -361,7 +361,7 @@ def close(session: Session, study: Study, why: str) -> None:
 
 def close_when_reached(session: Session, study: Study, reached: bool, target_width: float | None) -> bool:
     """Close the study (locked by the caller) if its target interval width is ``reached`` (as
-    ``annotate.reports.allocation_status`` found) and it is still open: True when closed now."""
+    ``annotate.analysis.reports.allocation_status`` found) and it is still open: True when closed now."""
     if not reached or study.archived:
         return False
     close(session, study, f"target interval width {target_width:g} reached")

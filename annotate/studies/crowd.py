@@ -86,8 +86,8 @@ from urllib.parse import urlsplit
 from sqlalchemy import func, select, true
 from sqlalchemy.orm import Session
 
-from annotate.assignment import capacity
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, utcnow
+from annotate.studies.assignment import capacity
 from formats.references import id_of
 from formats.settings import settings
 
@@ -491,7 +491,7 @@ class Worker:
 
 def workers(session: Session, study_id: int, attention: dict) -> list[Worker]:
     """The study's workers for the Progress page, with their attention checks (``attention``: display
-    name -> ``annotate.reports.AttentionChecks``) and ``flagged`` when any check failed."""
+    name -> ``annotate.analysis.reports.AttentionChecks``) and ``flagged`` when any check failed."""
     quota = settings_of(session.get(Study, study_id))["quota"]
     rows = session.execute(
         select(CrowdWorker, Annotator)

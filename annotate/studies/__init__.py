@@ -3,7 +3,7 @@ study's change log, the record of its exports, and its deletion.
 
 How items are built from files is the task kind's business (``annotate/kinds/``); this module
 checks names, samples units, stores the study and its items, and applies gold answers.  Who may
-annotate a study is ``annotate.membership``'s business (access rules only).
+annotate a study is ``annotate.studies.membership``'s business (access rules only).
 
 ``sample`` draws N units at random with ``seed`` (a unit is a dialogue, a CoCo turn — both
 its conditions — or an SLU turn), as both papers' studies did.
@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
-from annotate.assignment import lock_study
 from annotate.kinds import ItemDraft, StudyError, get_kind
 from annotate.kinds.base import BINARY
 from annotate.kinds.base import question_spec as spec_in
 from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, CrowdWorker, Item, ItemAudio, Study, StudyChange, VoteEvent
+from annotate.studies.assignment import lock_study
 from formats import ReaderError
 from formats.gold import read_gold
 

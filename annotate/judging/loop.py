@@ -10,7 +10,7 @@ next item and returns the next screen, so the page shows the next item without r
 is read only when the annotator opens it.  Nothing on a read path writes (a tab with no item on its
 screen claims one: that is a write, :func:`claim_screen`).
 
-The login is checked inside the same transaction (``annotate.sessions.user_in``) when the caller gives
+The login is checked inside the same transaction (``annotate.people.sessions.user_in``) when the caller gives
 the session token (the pages do); callers that established the annotator otherwise (tests, scripts)
 pass ``token=None``.  The bound is in docs/architecture.md (*The store*) and held by
 ``tests/store/test_loop_statements.py``.
@@ -27,11 +27,12 @@ from datetime import datetime
 from sqlalchemy import Integer, and_, bindparam, exists, func, or_, select, true
 from sqlalchemy.orm import Session
 
-from annotate import allocation, assignment, membership, votes
-from annotate.auth import PermissionDenied
-from annotate.sessions import user_in
+from annotate.judging import votes
+from annotate.people.auth import PermissionDenied
+from annotate.people.sessions import user_in
 from annotate.store.db import not_sent
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, StudyMember, VoteEvent, utcnow
+from annotate.studies import allocation, assignment, membership
 
 
 class NotLoggedIn(PermissionDenied):

@@ -14,7 +14,7 @@ Two levels:
   ``analysis_results``, one row per slot (study, settings, condition) with the newest result and the lease
   of the server computing the next one.  A server that needs an analysis another server holds reads it
   (a compressed pickle, a few hundred kB for a study of 1,500 dialogues); a server that needs one another
-  server is computing waits for it (``annotate.analysis_jobs``); so two servers compute an analysis once.
+  server is computing waits for it (``annotate.analysis.analysis_jobs``); so two servers compute an analysis once.
   A lease lasts ``DST_JUDGE_ANALYSIS_LEASE_SECONDS`` (60) and is renewed while its computation runs (:func:`claimed`), so a server
   that died mid-way holds nobody up for longer than that.
 
@@ -23,8 +23,8 @@ The stored payload is only ever plain values (dicts, lists, tuples, numbers, str
 that allows no class and no function, so a row someone wrote into the table cannot run code.  A
 payload that does not load is a miss (computed again), never an error.
 
-Nothing here computes or imports the analysis stack: ``annotate.analysis_jobs`` computes
-(``annotate.study_data.analyse_afresh``) and calls this module; this module calls nothing above it.
+Nothing here computes or imports the analysis stack: ``annotate.analysis.analysis_jobs`` computes
+(``annotate.analysis.study_data.analyse_afresh``) and calls this module; this module calls nothing above it.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class AnalysisKey:
     def first(self) -> AnalysisKey:
         """The key of the first answers: the same analysis without its resamples (agreement, majority,
         r per metric, the λ curve; no bootstrap interval, Dawid-Skene fitted once), a small part of its
-        cost (``annotate.analysis_jobs`` computes it first, issue 38)."""
+        cost (``annotate.analysis.analysis_jobs`` computes it first, issue 38)."""
         return replace(self, settings=replace(self.settings, resamples=0))
 
     @property
@@ -158,11 +158,11 @@ _CODE: list[str] = []
 
 def code_version() -> str:
     """A hash of the code that makes an analysis (``metrics``, ``exports``, ``formats``, ``annotate/kinds``,
-    ``annotate/study_data.py``), read once per process: a result stored by another release is never
+    ``annotate/analysis/study_data.py``), read once per process: a result stored by another release is never
     served as current (the table outlives a restart and an upgrade; servers mid-deploy differ)."""
     if not _CODE:
-        root = Path(__file__).resolve().parent.parent
-        files = [*(root / "annotate" / "kinds").rglob("*.py"), root / "annotate" / "study_data.py"]
+        root = Path(__file__).resolve().parent.parent.parent
+        files = [*(root / "annotate" / "kinds").rglob("*.py"), root / "annotate" / "analysis" / "study_data.py"]
         for package in ("metrics", "exports", "formats"):
             files += (root / package).rglob("*.py")
         digest = hashlib.sha256()
@@ -313,7 +313,7 @@ def cached(key: AnalysisKey) -> dict | None:
 def newest(key: AnalysisKey) -> dict | None:
     """The newest analysis this process holds for ``key``'s study, settings and condition, whatever the
     study's inputs were then (its ``n_votes`` says on how many votes): what the Analysis page shows while
-    the current one is computed (``annotate.analysis_jobs``)."""
+    the current one is computed (``annotate.analysis.analysis_jobs``)."""
     with _LOCK:
         return _NEWEST.get(key.slot)
 

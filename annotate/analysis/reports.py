@@ -4,10 +4,10 @@ quality, and where the study stands against its allocation design (in numbers an
 
 Every report is a frozen dataclass defined beside the function that makes it; ``dataclasses.asdict``
 of one is its JSON (``python -m annotate status --json``, ``study design --json``).  Nothing here
-writes: closing a study whose target is reached is ``annotate.allocation.close_when_reached``, which
+writes: closing a study whose target is reached is ``annotate.studies.allocation.close_when_reached``, which
 ``annotate.service`` calls with what :func:`allocation_status` found.  The analysis itself is
-``annotate.analysis_jobs``'s (computed) and ``annotate.analysis_cache``'s (kept and shared); the
-annotators left out of it are ``annotate.study_data``'s (``exclusions``).
+``annotate.analysis.analysis_jobs``'s (computed) and ``annotate.analysis.analysis_cache``'s (kept and shared); the
+annotators left out of it are ``annotate.analysis.study_data``'s (``exclusions``).
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from datetime import datetime
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from annotate import analysis_cache, crowd, study_data
-from annotate.allocation import QUESTIONS, design_of, judgements_done
-from annotate.assignment import ACTIVE, DONE, JUDGED, capacity, cutoff
+from annotate.analysis import analysis_cache, study_data
 from annotate.store.db import read_session
 from annotate.store.models import (
     Annotator,
@@ -33,6 +31,9 @@ from annotate.store.models import (
     VoteEvent,
     utcnow,
 )
+from annotate.studies import crowd
+from annotate.studies.allocation import QUESTIONS, design_of, judgements_done
+from annotate.studies.assignment import ACTIVE, DONE, JUDGED, capacity, cutoff
 from exports.study import StudyData
 from metrics import adaptive, present
 
@@ -150,8 +151,8 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
     the study's judgements); ``held`` counts the places held now by anyone, voters or not
     (someone looking at an item), apart from the votes; ``time_per_item`` gives each voter's median
     seconds per item and ``fast`` (see :func:`time_per_item`); ``attention`` each voter's attention
-    checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.crowd.workers``).
-    Crowd workers are named ``<platform>:<worker id>`` (``annotate.crowd``), here as in the exports.
+    checks (:func:`attention_checks`); ``workers`` the crowd workers (``annotate.studies.crowd.workers``).
+    Crowd workers are named ``<platform>:<worker id>`` (``annotate.studies.crowd``), here as in the exports.
     """
     now = now or utcnow()
     study = session.get(Study, study_id)
@@ -228,7 +229,7 @@ def progress(session: Session, study_id: int, now: datetime | None = None) -> St
 
 def load_study(engine: Engine, study: str | int, *, history: bool = False) -> StudyData:
     """The study (by name or id) as the writers take it (``exports.study.StudyData``), read in one
-    read transaction: ``annotate.study_data.read_study`` with its :func:`progress` (as a dict: the
+    read transaction: ``annotate.analysis.study_data.read_study`` with its :func:`progress` (as a dict: the
     writers are below ``annotate``).  No permission check: the callers check (``annotate.service``)."""
     with read_session(engine) as session:
         data = study_data.read_study(session, study, history=history)
@@ -394,7 +395,7 @@ def allocation_status(session: Session, study: Study, analysis: dict | None) -> 
     judgements projected to reach ``target_width``.
 
     The interval is the one the Analysis page shows (issue 24: one computation): ``analysis`` is the
-    study's analysis with its stored settings (``annotate.study_data.stored_settings``) and the system
+    study's analysis with its stored settings (``annotate.analysis.study_data.stored_settings``) and the system
     the Analysis page opens with, from the cache (``annotate.service.allocation_status``).  Only a
     satisfaction study has a main question; for the others ``analysis`` is not read (None is fine)."""
     design = design_of(study.settings)

@@ -15,7 +15,7 @@ the study's order, on places of its own (status ``judging`` then ``judged``): th
 an item's k places, never count in ``holders``, in a study's progress or in its budget, never time
 out, and every query above that counts places (``active``/``done``) passes them over by their status.
 
-What the places add up to (a study's progress) is ``annotate.reports``'s.
+What the places add up to (a study's progress) is ``annotate.analysis.reports``'s.
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def claim_next(session: Session, study_id: int, annotator: Annotator, now: datet
     being claimed is passed over, and waited for only when nothing else is left).  The whole choice is
     a handful of prepared statements.  The annotator's page reads the claimed item (its dialogue, one
     indexed row) in the same write transaction, to return the next screen with the vote
-    (``annotate.loop.answer``, issue 25)."""
+    (``annotate.judging.loop.answer``, issue 25)."""
     now = now or utcnow()
     session.flush()
     if getattr(annotator, "kind", None) == JUDGE:

@@ -3,7 +3,7 @@ and never at an annotator's expense (issue 38).
 
 A study's analysis (agreement, the correlations with their bootstraps, the λ calibration, Dawid-Skene)
 takes seconds; in the page's own request it held the page 1-8 s on every first look and every change of
-a setting.  Here one job at a time computes them into the analysis cache (``annotate.analysis_cache``:
+a setting.  Here one job at a time computes them into the analysis cache (``annotate.analysis.analysis_cache``:
 this process's, and the database's, shared by its app servers, which compute each analysis once), and
 :func:`look` answers at once with what there is:
 
@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, select
 
-from annotate import analysis_cache
-from annotate.analysis_cache import AnalysisKey, Inputs
-from annotate.auth import require_admin
+from annotate.analysis import analysis_cache
+from annotate.analysis.analysis_cache import AnalysisKey, Inputs
+from annotate.people.auth import require_admin
 from annotate.store.db import read_session
 from annotate.store.models import Annotator, Study
 from formats.settings import settings
@@ -67,7 +67,7 @@ from formats.settings import settings
 if TYPE_CHECKING:
     from metrics.analysis import AnalysisSettings, Progress
 
-# annotate.study_data (numpy, the statistics) is imported by the functions that compute: the warmer
+# annotate.analysis.study_data (numpy, the statistics) is imported by the functions that compute: the warmer
 # starts with the app's engine, before the login form is served, and imports it in its own thread,
 # after its first sleep (issue 36).
 
@@ -139,7 +139,7 @@ _CHILD_ENGINES: dict[str, Engine] = {}  # in the analysis process: one engine pe
 
 
 class _Worker:
-    """The analysis process: ``python -c 'from annotate.analysis_jobs import serve; serve()'``, one call at
+    """The analysis process: ``python -c 'from annotate.analysis.analysis_jobs import serve; serve()'``, one call at
     a time, each ``(function, args)`` pickled in on its stdin and ``(ok, value)`` pickled back.  A plain
     subprocess, not ``multiprocessing``: under ``streamlit run`` the ``__main__`` module is the app's
     script, which a spawned ``multiprocessing`` child would import (and run) again."""
@@ -153,7 +153,7 @@ class _Worker:
             if self.process is None or self.process.poll() is not None:
                 paths = os.pathsep.join(p for p in sys.path if p)  # the serving process's own imports
                 env = {**os.environ, "PYTHONPATH": paths}
-                command = [sys.executable, "-c", "from annotate.analysis_jobs import serve; serve()"]
+                command = [sys.executable, "-c", "from annotate.analysis.analysis_jobs import serve; serve()"]
                 self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
             try:
                 pickle.dump((function, args), self.process.stdin)
@@ -213,7 +213,7 @@ def _child_ready() -> bool:
     job needs them)."""
     import importlib
 
-    import annotate.study_data  # noqa: F401
+    import annotate.analysis.study_data  # noqa: F401
 
     for name in _STATISTICS_MODULES:
         importlib.import_module(name)
@@ -222,8 +222,8 @@ def _child_ready() -> bool:
 
 def _child_analyse(url: str, study_id: int, settings: AnalysisSettings, condition: str | None) -> dict:
     """In the analysis process: the analysis, read from the database by URL (``study_data.analyse_afresh``)."""
+    from annotate.analysis.study_data import analyse_afresh
     from annotate.store.db import make_engine
-    from annotate.study_data import analyse_afresh
 
     engine = _CHILD_ENGINES.get(url)
     if engine is None:
@@ -254,18 +254,21 @@ def _obtain(engine: Engine, key: AnalysisKey, compute, *, waiting=None) -> dict:
     """The analysis ``key`` names: held here or in the database (``analysis_cache.fetch``), else computed
     by ``compute()`` once this server holds the lease on it (``analysis_cache.claim``), and stored for
     every server; while another server holds the lease, its result is waited for (``waiting()`` is
-    called each time: the job says so).  A lease that lapses (its server died) is taken over."""
+    called each time: the job says so).  A lease that lapses (its server died) is taken over.  While
+    another server's lease is live the wait only reads: the lease is tried (a write, which on SQLite
+    queues behind the votes) at the first look and again only once that lease has lapsed."""
     attempt = 0
     while True:
         found = analysis_cache.fetch(engine, key)
         if found is not None:
             return found
-        if analysis_cache.claim(engine, key):
-            with analysis_cache.claimed(engine, key):
+        if attempt == 0 or analysis_cache.lease_lapsed(engine, key):
+            if analysis_cache.claim(engine, key):
+                with analysis_cache.claimed(engine, key):
+                    return analysis_cache.store(engine, key, compute())
+            if attempt and analysis_cache.lease_lapsed(engine, key):
+                # nobody computes it, yet the database's copy did not load: computed here, stored again
                 return analysis_cache.store(engine, key, compute())
-        if attempt and analysis_cache.lease_lapsed(engine, key):
-            # nobody computes it, yet the database's copy did not load: computed here, stored again
-            return analysis_cache.store(engine, key, compute())
         if waiting is not None:
             waiting()
         attempt += 1
@@ -275,7 +278,7 @@ def _obtain(engine: Engine, key: AnalysisKey, compute, *, waiting=None) -> dict:
 def _analyse(engine: Engine, key: AnalysisKey, job: Job, low: float, high: float) -> dict:
     """One computation of a job: in the analysis process, or here (``_separate``)."""
     if not _separate(engine):
-        from annotate.study_data import analyse_afresh
+        from annotate.analysis.study_data import analyse_afresh
 
         _lower_this_thread()
         progress = lambda f, text: job.progress(low + (high - low) * f, text)  # noqa: E731
@@ -300,7 +303,7 @@ def study_analysis(
     Analysis page looks (:func:`look`) and never waits.
 
     The result is shared: callers must not change it."""
-    from annotate.study_data import analyse_afresh
+    from annotate.analysis.study_data import analyse_afresh
 
     require_admin(user)
     key = analysis_cache.analysis_key(engine, study_id, settings, condition)
@@ -341,7 +344,7 @@ def _run(engine: Engine, job: Job) -> None:
 
 
 def submit(engine: Engine, key: AnalysisKey, *, now: float | None = None) -> Job:
-    """The job computing ``key`` (:func:`annotate.analysis_cache.analysis_key`): the one under way, or a new one
+    """The job computing ``key`` (:func:`annotate.analysis.analysis_cache.analysis_key`): the one under way, or a new one
     (an ended job is not handed back: its result may have left the cache since)."""
     with _LOCK:
         job = _JOBS.get(key)
@@ -453,7 +456,7 @@ def warm_once(engine: Engine, settled: dict[int, _Seen], now: float | None = Non
         del settled[study_id]
     if not wanted:
         return 0  # nobody looks: nothing read, nothing computed
-    from annotate.study_data import stored_settings
+    from annotate.analysis.study_data import stored_settings
 
     started = 0
     with read_session(engine) as session:

@@ -38,21 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from annotate.assignment import (
-    ACTIVE,
-    DONE,
-    JUDGED,
-    JUDGING,
-    RECLAIMED,
-    SKIPPED,
-    claim,
-    cutoff,
-    holding,
-    judge_place,
-    reclaim_expired_item,
-    study_row,
-)
-from annotate.auth import name_problem
+from annotate.people.auth import name_problem
 from annotate.store.models import (
     DEFAULT_TIMEOUT_MINUTES,
     JUDGE,
@@ -66,6 +52,20 @@ from annotate.store.models import (
 )
 from annotate.store.prepared import Prepared
 from annotate.studies import StudyError, check_value, required_questions
+from annotate.studies.assignment import (
+    ACTIVE,
+    DONE,
+    JUDGED,
+    JUDGING,
+    RECLAIMED,
+    SKIPPED,
+    claim,
+    cutoff,
+    holding,
+    judge_place,
+    reclaim_expired_item,
+    study_row,
+)
 from exports.tables import VOTE_COLUMNS as EXPORT_COLUMNS  # one list of the votes columns
 from formats.errors import ReaderError, csv_rows
 from formats.safety import unneutralise
@@ -171,7 +171,7 @@ def cast_vote(
     study = study_row(session, item.study_id)
     value = check_value(study, item, question, value)
     judge = getattr(annotator, "kind", None) == JUDGE and source != "import"
-    if judge:  # an automatic judge: a place of its own, never one of the item's k (annotate.assignment)
+    if judge:  # an automatic judge: a place of its own, never one of the item's k (annotate.studies.assignment)
         source = "judge"  # an automatic judge's vote (vote_events.source: human | import | judge)
         if place is None or place.status not in (JUDGING, JUDGED):
             judge_place(connection, item.study_id, item_id, annotator.id, now)
