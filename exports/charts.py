@@ -24,6 +24,8 @@ import altair as alt
 import pandas as pd
 
 from metrics.comparisons import ADJUSTMENT_NAMES
+from metrics.correlation import Comparison, metric_rows
+from metrics.correlation import comparisons as comparison_rows
 from metrics.present import interval, number
 from metrics.summary import method_words
 
@@ -81,7 +83,7 @@ def note_chart(title: str, notes: list[str], *, width: int = 480) -> alt.Chart:
 def _reference_of(correlation: dict) -> str | None:
     """The reference metric: the declared family's, else JGA when it was measured (an ``all`` family)."""
     comparisons = correlation.get("comparisons") or {}
-    names = [row["metric"] for row in correlation.get("metrics", [])]
+    names = [row.metric for row in metric_rows(correlation)]
     reference = comparisons.get("reference")
     if reference in names:
         return reference
@@ -99,33 +101,34 @@ def forest_rows(correlation: dict) -> tuple[pd.DataFrame, list[str]]:
     adjust = comparisons.get("adjust", "holm")
     reference = _reference_of(correlation)
     differs_label, same_label = _status_labels(reference, adjust)
-    against = {}
-    for entry in correlation.get("williams", []):
-        if reference is not None and reference in (entry["a"], entry["b"]) and entry["a"] != entry["b"]:
-            other = entry["b"] if entry["a"] == reference else entry["a"]
-            sign = 1.0 if entry["a"] == other else -1.0  # the difference as r_metric − r_reference
+    against: dict[str, tuple[Comparison, float]] = {}
+    for entry in comparison_rows(correlation):
+        if reference is not None and reference in (entry.a, entry.b) and entry.a != entry.b:
+            other = entry.b if entry.a == reference else entry.a
+            sign = 1.0 if entry.a == other else -1.0  # the difference as r_metric − r_reference
             against[other] = (entry, sign)
     rows, notes, no_interval = [], [], []
-    for row in correlation.get("metrics", []):
-        name, r = row["metric"], _finite(row.get("pearson"))
+    for row in metric_rows(correlation):
+        name, r = row.metric, _finite(row.pearson)
         if r is None:
-            notes.append(f"{name}: no correlation ({row.get('note', 'undefined')}), not drawn.")
+            notes.append(f"{name}: no correlation ({row.note or 'undefined'}), not drawn.")
             continue
-        ci = row.get("pearson_ci")
+        ci = row.pearson_ci
         low, high = (_finite(ci[0]), _finite(ci[1])) if ci else (None, None)
         if low is None or high is None:
             no_interval.append(name)
-        entry, sign = against.get(name, (None, 1.0))
-        p_adjusted = None if entry is None else entry.get(f"p_{adjust}", entry.get("p_value"))
+        found = against.get(name)
+        entry, sign = (None, 1.0) if found is None else found
+        p_adjusted = None if entry is None else (entry.p_adjusted if entry.adjust == adjust else entry.p_value)
         if name == reference:
             status = f"reference ({reference})"
-        elif entry is None or entry.get("significant") is None:
+        elif entry is None or entry.significant is None:
             status = "not among the declared comparisons"
         else:
-            status = differs_label if entry["significant"] else same_label
+            status = differs_label if entry.significant else same_label
         diff_ci = None
-        if entry is not None and entry.get("diff_ci"):  # as r_metric − r_reference: negated and swapped when reversed
-            diff_ci = list(entry["diff_ci"]) if sign > 0 else [-entry["diff_ci"][1], -entry["diff_ci"][0]]
+        if entry is not None and entry.diff_ci:  # as r_metric − r_reference: negated and swapped when reversed
+            diff_ci = list(entry.diff_ci) if sign > 0 else [-entry.diff_ci[1], -entry.diff_ci[0]]
         rows.append(
             {
                 "metric": name,
@@ -134,11 +137,11 @@ def forest_rows(correlation: dict) -> tuple[pd.DataFrame, list[str]]:
                 "low": low if low is not None else float("nan"),
                 "high": high if high is not None else float("nan"),
                 "status": status,
-                "differs": bool(entry and entry.get("significant")),
-                "diff": None if entry is None or entry.get("diff") is None else sign * entry["diff"],
+                "differs": bool(entry and entry.significant),
+                "diff": None if entry is None or entry.diff is None else sign * entry.diff,
                 "diff_ci": interval(diff_ci) if diff_ci else "—",
                 "p_adjusted": p_adjusted,
-                "n": row.get("n"),
+                "n": row.n,
                 "text": _with_interval(r, low, high),
             }
         )
@@ -172,7 +175,7 @@ def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -
     ceiling_ci = ceiling.get("ci")
     if frame.empty:
         return note_chart(title, ["No metric has a correlation with the ratings.", *notes])
-    methods = {method_words(row["ci_method"]) for row in correlation.get("metrics", []) if row.get("ci_method")}
+    methods = {method_words(row.ci_method) for row in metric_rows(correlation) if row.ci_method}
     unit = (
         "dialogues and annotators"
         if (correlation.get("bootstrap") or {}).get("resample", "dialogues") != "dialogues"

@@ -158,6 +158,8 @@ def agreement_csv(agreement: dict) -> bytes:
 
 
 def correlation_csv(correlation: dict) -> bytes:
+    from metrics.correlation import comparisons  # the statistics stack: not on the login path (exports.formats)
+
     rows = []
     for row in correlation["metrics"]:
         fisher = row["pearson_ci"] or (None, None)
@@ -173,23 +175,22 @@ def correlation_csv(correlation: dict) -> bytes:
                 "kind": "metric",
             }
         )
-    for w in correlation["williams"]:  # then one row per pair of metrics: the difference and its test
-        adjusted = next((k for k in ("p_holm", "p_bonferroni", "p_bh") if k in w), None)
-        diff_ci = w.get("diff_ci") or (None, None)
+    for w in comparisons(correlation):  # then one row per pair of metrics: the difference and its test
+        diff_ci = w.diff_ci or (None, None)
         rows.append(
             {
                 "kind": "difference",
-                "metric": w["a"],
-                "metric_b": w["b"],
-                "n": w["n"],
-                "diff": w.get("diff"),
+                "metric": w.a,
+                "metric_b": w.b,
+                "n": w.n,
+                "diff": w.diff,
                 "diff_low": diff_ci[0],
                 "diff_high": diff_ci[1],
-                "t": w.get("t"),
-                "p_value": w.get("p_value"),
-                "p_adjusted": w.get(adjusted) if adjusted else None,
-                "adjust": adjusted[2:] if adjusted else "none",
-                "n_needed": w.get("n_needed"),
+                "t": w.t,
+                "p_value": w.p_value,
+                "p_adjusted": w.p_adjusted,
+                "adjust": w.adjust or "none",
+                "n_needed": w.n_needed,
                 "signature": correlation["signature"],
             }
         )

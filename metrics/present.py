@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metrics.correlation import NOT_COMPARED
+from metrics.correlation import NOT_COMPARED, comparisons, metric_rows
+from metrics.correlation.results import ADJUSTMENTS_STORED
 from metrics.registry import FGA, JGA
 
 COEFFICIENTS = (
@@ -245,16 +246,9 @@ def ceiling_text(ceiling: dict[str, Any]) -> str:
 
 def correlation_table(correlation: dict[str, Any], condition: str | None = None) -> Table:
     rows = [
-        [
-            r["metric"],
-            number(r["pearson"]),
-            interval(r["pearson_ci"]),
-            p_value(r["p_value"]),
-            interval(r["bootstrap_ci"]),
-            number(r["spearman"]),
-            number(r["kendall"]),
-        ]
-        for r in correlation["metrics"]
+        [r.metric, number(r.pearson), interval(r.pearson_ci), p_value(r.p_value), interval(r.bootstrap_ci)]
+        + [number(r.spearman), number(r.kendall)]
+        for r in metric_rows(correlation)
     ]
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
@@ -305,7 +299,7 @@ def bootstrap_header(result: dict[str, Any]) -> str:
 def fisher_header(correlation: dict[str, Any]) -> str:
     """The Fisher-z interval's header: n = dialogues in every rating mode; in pairs mode with a bootstrap its
     standard error comes from the bootstrap over dialogues (each row's ``ci_method``)."""
-    methods = {r.get("ci_method", "") for r in correlation["metrics"] if r.get("pearson_ci")}
+    methods = {r.ci_method or "" for r in metric_rows(correlation) if r.pearson_ci}
     if methods and {m.split(":")[0] for m in methods} == {"jackknife_t"}:  # the default since issue 26 (1)
         unit = "dialogues and annotators" if any("annotators)" in m for m in methods) else "dialogues"
         return f"95% CI (jackknife over {unit}, Fisher z, t)"
@@ -317,32 +311,16 @@ def fisher_header(correlation: dict[str, Any]) -> str:
     return "95% CI (Fisher z, n = dialogues)"
 
 
-def adjusted_key(entry: dict[str, Any]) -> str | None:
-    """The adjusted p-value's key of a Williams entry (``p_holm``, ``p_bonferroni`` or ``p_bh``), None when not adjusted."""
-    return next((k for k in ADJUSTED_KEYS if k in entry), None)
-
-
 def williams_table(correlation: dict[str, Any]) -> Table:
     """Every pair of metrics: r_A − r_B with Zou's 95% interval, Williams' t and p, the adjusted p."""
-    rows = []
-    for w in correlation["williams"]:
-        key = adjusted_key(w)
-        needed = w.get("n_needed")
-        rows.append(
-            [
-                w["a"],
-                w["b"],
-                str(w["n"]),
-                number(w.get("diff")),
-                interval(w.get("diff_ci")),
-                number(w.get("t"), 2),
-                p_value(w.get("p_value")),
-                p_value(w[key]) if key else "—",
-                "—" if needed is None else str(needed),
-            ]
-        )
-    key = next((adjusted_key(w) for w in correlation["williams"] if adjusted_key(w)), None)
-    label = {"p_holm": "p (Holm)", "p_bonferroni": "p (Bonferroni)", "p_bh": "p (BH)"}.get(key or "", "p adjusted")
+    entries = comparisons(correlation)
+    rows = [
+        [w.a, w.b, str(w.n), number(w.diff), interval(w.diff_ci), number(w.t, 2), p_value(w.p_value)]
+        + [p_value(w.p_adjusted) if w.adjust else "—", "—" if w.n_needed is None else str(w.n_needed)]
+        for w in entries
+    ]
+    adjust = next((w.adjust for w in entries if w.adjust), None)
+    label = {"holm": "p (Holm)", "bonferroni": "p (Bonferroni)", "bh": "p (BH)"}.get(adjust or "", "p adjusted")
     family = correlation.get("comparisons") or {}
     level = family.get("interval_confidence", 0.95)
     planned = family.get("planning_alpha", 0.05)
@@ -354,16 +332,13 @@ def williams_table(correlation: dict[str, Any]) -> Table:
         "Williams' t (normal theory, df = n − 3) beside it for reference; n = dialogues. 'n for 80% power': dialogues a "
         f"study needs to detect the observed difference with Williams' test at the family's level α = {planned:.3g} "
         "(the study designer's planner).",
-        *(f"{w['a']} vs {w['b']}: {w['note']}" for w in correlation["williams"] if w.get("note")),
+        *(f"{w.a} vs {w.b}: {w.note}" for w in entries if w.note),
         *(note for note in correlation.get("notes", []) if note.startswith(NOT_COMPARED)),
     ]
     header = f"{100 * level:.3g}% {_interval_adjustment(family)}CI (Zou, jackknife over dialogues)"
     columns = ("metric A", "metric B", "n", "r_A − r_B", header, "Williams t", "p", label, "n for 80% power")
     title = f"Differences from {family['reference']}" if family.get("family") == "reference" else "Differences between metrics"
     return Table(title, columns, rows, [n for n in notes if n])
-
-
-ADJUSTED_KEYS = ("p_holm", "p_bonferroni", "p_bh")
 
 
 def _interval_adjustment(family: dict[str, Any]) -> str:
@@ -414,18 +389,17 @@ def judge_table(report: dict[str, Any]) -> Table:
 
 def planning_line(correlation: dict[str, Any], baseline: str = JGA.name) -> str | None:
     """How many dialogues the observed difference between the best metric and ``baseline`` needs."""
-    rows = [r for r in correlation["metrics"] if r["pearson"] is not None and r["metric"] != baseline]
-    best = max(rows, key=lambda r: r["pearson"], default=None)
-    pair = next((w for w in correlation["williams"] if best and {w["a"], w["b"]} == {best["metric"], baseline}), None)
+    rows = [r for r in metric_rows(correlation) if r.pearson is not None and r.metric != baseline]
+    best = max(rows, key=lambda r: r.pearson or 0.0, default=None)
+    pair = next((w for w in comparisons(correlation) if best and {w.a, w.b} == {best.metric, baseline}), None)
     if pair is None:
         return None
-    needed = pair.get("n_needed")
-    have = f"this study has {pair['n']}"
-    if needed is None:
-        return f"{pair['a']} vs {pair['b']}: the observed difference is too small to plan for ({have})."
+    have = f"this study has {pair.n}"
+    if pair.n_needed is None:
+        return f"{pair.a} vs {pair.b}: the observed difference is too small to plan for ({have})."
     return (
-        f"To tell {pair['a']} (r {number(pair['r_a'])}) from {pair['b']} (r {number(pair['r_b'])}) apart with 80% power "
-        f"at α = 0.05: {needed} dialogues; {have}."
+        f"To tell {pair.a} (r {number(pair.r_a)}) from {pair.b} (r {number(pair.r_b)}) apart with 80% power "
+        f"at α = 0.05: {pair.n_needed} dialogues; {have}."
     )
 
 
@@ -465,7 +439,7 @@ def design_table(design: dict[str, Any]) -> Table:
     if "note" in design:
         return Table("Design: adaptive", (), [], [*notes, design["note"]])
     rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
-    key = next((k for k in ADJUSTED_KEYS if any(k in d for d in design["differences"])), None)
+    key = next((f"p_{a}" for a in ADJUSTMENTS_STORED if any(f"p_{a}" in d for d in design["differences"])), None)
     # The row that answers the study's question leads, named so (the design was chosen for it).
     question = allocation.get("question", "fga_vs_jga")
     fga = FGA.key(f"{float(allocation.get('lambda', 0.5)):g}")

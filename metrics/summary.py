@@ -42,6 +42,8 @@ from types import MappingProxyType
 from typing import Any
 
 from metrics.comparisons import ADJUSTMENT_NAMES
+from metrics.correlation import Comparison, MetricCorrelation, metric_rows
+from metrics.correlation import comparisons as comparison_rows
 from metrics.present import RATING_WORDS, interval, number, p_value
 from metrics.registry import JGA, split_key
 
@@ -354,12 +356,12 @@ def coco_sentences(rows: Sequence[Mapping[str, Any]]) -> list[Sentence]:
 # --- correlation ------------------------------------------------------------------------------------------
 
 
-def _entry(correlation: Mapping[str, Any], a: str, b: str) -> tuple[Mapping[str, Any] | None, int]:
-    """The Williams entry comparing ``a`` with ``b``, and the sign that turns its diff into r_a − r_b."""
-    for entry in correlation["williams"]:
-        if (entry["a"], entry["b"]) == (a, b):
+def _entry(correlation: Mapping[str, Any], a: str, b: str) -> tuple[Comparison | None, int]:
+    """The comparison of ``a`` with ``b``, and the sign that turns its diff into r_a − r_b."""
+    for entry in comparison_rows(correlation):
+        if (entry.a, entry.b) == (a, b):
             return entry, 1
-        if (entry["a"], entry["b"]) == (b, a):
+        if (entry.a, entry.b) == (b, a):
             return entry, -1
     return None, 1
 
@@ -380,16 +382,15 @@ def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_
     if entry is None:
         return None
     numbers: dict[str, Any] = {"size": comparisons["size"]}
-    if entry.get("p_value") is None or entry.get("diff_ci") is None:
-        why = entry.get("note", "no test")
+    if entry.p_value is None or entry.diff_ci is None or entry.diff is None:
+        why = entry.note or "no test"
         return Sentence("note", f"{display(a)} and {display(b)} were not compared ({why}).", numbers)
-    diff = sign * entry["diff"]
-    low, high = sorted(sign * v for v in entry["diff_ci"])
+    diff = sign * entry.diff
+    low, high = sorted(sign * v for v in entry.diff_ci)
     numbers.update(diff=diff, diff_low=low, diff_high=high)
-    key = next((k for k in ("p_holm", "p_bonferroni", "p_bh") if k in entry), None)
-    p = entry[key] if key else entry["p_value"]
+    p = entry.p_adjusted if entry.adjust else entry.p_value
     numbers["p"] = p
-    verdict = "is significant" if entry["significant"] else "is not significant"
+    verdict = "is significant" if entry.significant else "is not significant"
     how = "lead over" if diff > 0 else "difference from"
     level = _percent(comparisons["interval_confidence"])
     other = f"{b_words} {display(b)}" if b_words else display(b)
@@ -397,13 +398,13 @@ def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_
         f"{subject} {how} {other} ({number(diff)} {interval([low, high])}, {level} interval) {verdict} "
         f"{_adjustment_words(comparisons)} (p {p_value(p)})"
     )
-    if entry.get("note"):
-        text += f"; {entry['note']}"
+    if entry.note:
+        text += f"; {entry.note}"
     return Sentence("comparison", text + ".", numbers)
 
 
 def _comparison_sentences(
-    correlation: Mapping[str, Any], best: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+    correlation: Mapping[str, Any], best: MetricCorrelation, rows: Sequence[MetricCorrelation]
 ) -> list[Sentence]:
     """Is the best metric's lead real: against the reference metric in a ``reference`` family (against
     its closest challenger when the reference is best), against the runner-up when all pairs are compared."""
@@ -416,35 +417,35 @@ def _comparison_sentences(
             for note in correlation["notes"]
             if note.startswith("the reference metric")
         ]
-        others = sorted((r for r in rows if r["metric"] != best["metric"]), key=lambda r: -r["pearson"])
-        found = _difference(correlation, best["metric"], others[0]["metric"], "Its", "the runner-up") if others else None
+        others = sorted((r for r in rows if r.metric != best.metric), key=lambda r: -(r.pearson or 0.0))
+        found = _difference(correlation, best.metric, others[0].metric, "Its", "the runner-up") if others else None
         return sentences + ([found] if found else [])
-    ref_row = next((r for r in correlation["metrics"] if r["metric"] == reference), None)
-    if ref_row is None or ref_row["pearson"] is None:
-        why = "not measured" if ref_row is None else f"undefined ({ref_row.get('note', 'constant values')})"
+    ref_row = next((r for r in metric_rows(correlation) if r.metric == reference), None)
+    if ref_row is None or ref_row.pearson is None:
+        why = "not measured" if ref_row is None else f"undefined ({ref_row.note or 'constant values'})"
         text = f"The reference metric {display(reference)}'s correlation is {why}: no metric is compared with it."
         return [Sentence("note", text)]
-    if best["metric"] == reference:
-        challengers = [e for e in correlation["williams"] if e["b"] == reference and e.get("r_a") is not None]
+    if best.metric == reference:
+        challengers = [e for e in comparison_rows(correlation) if e.b == reference and e.r_a is not None]
         if not challengers:
             return []
-        closest = max(challengers, key=lambda e: e["r_a"])
-        found = _difference(correlation, reference, closest["a"], "Its", "its closest challenger")
+        closest = max(challengers, key=lambda e: e.r_a or 0.0)
+        found = _difference(correlation, reference, closest.a, "Its", "its closest challenger")
         return [found] if found else []
-    found = _difference(correlation, best["metric"], reference, "Its")
+    found = _difference(correlation, best.metric, reference, "Its")
     if found:
         return [found]
     declared = comparisons.get("fga")
-    if declared and split_key(best["metric"])[0] is split_key(declared)[0]:
+    if declared and split_key(best.metric)[0] is split_key(declared)[0]:
         text = (
-            f"{display(best['metric'])} against {display(reference)} is not among the declared comparisons (FGA is "
+            f"{display(best.metric)} against {display(reference)} is not among the declared comparisons (FGA is "
             f"compared at λ {split_key(declared)[1]} only; choosing λ is the calibration's question)."
         )
         found = _difference(correlation, declared, reference, f"The declared {display(declared)}'s")
         return [Sentence("note", text), *([found] if found else [])]
     not_compared = [note for note in correlation["notes"] if note.startswith("not compared")]
     why = f" ({not_compared[0]})" if not_compared else ""
-    return [Sentence("note", f"{display(best['metric'])} was not compared with {display(reference)}{why}.")]
+    return [Sentence("note", f"{display(best.metric)} was not compared with {display(reference)}{why}.")]
 
 
 def _rating_words(correlation: Mapping[str, Any]) -> str:
@@ -456,25 +457,25 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
     """The best metric with its r and interval, its lead over the reference metric (or, comparing all
     pairs, the runner-up) adjusted over the declared family, and the human ceiling."""
     where = f"For system {_quoted(condition)}, " if condition else ""
-    rows = [r for r in correlation["metrics"] if r["pearson"] is not None]
-    undefined = [r for r in correlation["metrics"] if r["pearson"] is None]
+    rows = [r for r in metric_rows(correlation) if r.defined]
+    undefined = [r for r in metric_rows(correlation) if not r.defined]
     sentences = []
     base = {"n_dialogues": correlation["n_dialogues"]}
     if not rows:
-        reasons = sorted({r.get("note", "undefined") for r in undefined})
+        reasons = sorted({r.note or "undefined" for r in undefined})
         dialogues = correlation["n_dialogues"]
         text = f"{where}no metric's correlation with the ratings is defined ({'; '.join(reasons)}; {dialogues} dialogues)."
         return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(correlation["human_ceiling"])]
-    best = max(rows, key=lambda r: r["pearson"])
-    numbers: dict[str, Any] = {**base, "r": best["pearson"], "n_metrics": len(rows)}
+    best = max(rows, key=lambda r: r.pearson or 0.0)
+    numbers: dict[str, Any] = {**base, "r": best.pearson, "n_metrics": len(rows)}
     votes = f", {correlation['n_votes']} votes" if correlation.get("n_votes") is not None else ""
     if correlation.get("n_votes") is not None:
         numbers["n_votes"] = correlation["n_votes"]
-    few = best["n"] <= 3
-    ci = "" if few else _ci(best["pearson_ci"], "r", numbers)
-    lead = f"{where}{display(best['metric'])}"
+    few = (best.n or 0) <= 3
+    ci = "" if few else _ci(best.pearson_ci, "r", numbers)
+    lead = f"{where}{display(best.metric)}"
     text = (
-        f"{lead[0].upper() + lead[1:]} tracks the ratings best of the {len(rows)} metrics: r {number(best['pearson'])}{ci} "
+        f"{lead[0].upper() + lead[1:]} tracks the ratings best of the {len(rows)} metrics: r {number(best.pearson)}{ci} "
         f"({correlation['n_dialogues']} dialogues{votes}; rating: {_rating_words(correlation)})."
     )
     sentences.append(Sentence("best_metric", text, numbers))
@@ -482,21 +483,22 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
         sentences.append(
             Sentence(
                 "note",
-                f"With {best['n']} dialogues there is no interval and no test: Fisher's interval and Williams' test need "
+                f"With {best.n} dialogues there is no interval and no test: Fisher's interval and Williams' test need "
                 "more than 3, so these r values describe the data and estimate nothing.",
-                {"n": best["n"]},
+                {"n": best.n},
             )
         )
     if undefined:
-        listed = _listing([f"{display(r['metric'])} ({r.get('note', 'undefined')})" for r in undefined])
+        listed = _listing([f"{display(r.metric)} ({r.note or 'undefined'})" for r in undefined])
         sentences.append(Sentence("note", f"The correlation of {listed} with the ratings is undefined."))
     if not few:
         sentences += _comparison_sentences(correlation, best, rows)
     ceiling = correlation["human_ceiling"]
     sentences += ceiling_sentences(ceiling)
-    if not few and ceiling.get("r_max") is not None and round(best["pearson"], 3) > round(ceiling["r_max"], 3):
+    r_best = best.pearson or 0.0
+    if not few and ceiling.get("r_max") is not None and round(r_best, 3) > round(ceiling["r_max"], 3):
         pair = ceiling.get("ci")
-        inside = pair is not None and round(best["pearson"], 3) <= round(pair[1], 3)
+        inside = pair is not None and round(r_best, 3) <= round(pair[1], 3)
         where_ci = (
             "within the ceiling's interval"
             if inside
@@ -507,9 +509,9 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
         sentences.append(
             Sentence(
                 "note",
-                f"{display(best['metric'])}'s r {number(best['pearson'])} is above the ceiling's estimate "
+                f"{display(best.metric)}'s r {number(best.pearson)} is above the ceiling's estimate "
                 f"{number(ceiling['r_max'])}, {where_ci}: both are estimates from the same votes.",
-                {"r": best["pearson"], "r_max": ceiling["r_max"]},
+                {"r": best.pearson, "r_max": ceiling["r_max"]},
             )
         )
     return sentences
@@ -638,9 +640,9 @@ def _units_sentence(
         methods = sorted({r.get("ci_method") or "percentile bootstrap over items" for r in agreement["questions"].values()})
         parts.append(f"agreement's by {' or '.join(methods)}")
     if correlation:
-        rows = [r for r in correlation["metrics"] if r["pearson"] is not None and r.get("pearson_ci") and r["n"] > 3]
-        methods = sorted({w for w in (method_words(r.get("ci_method")) for r in rows) if w})
-        if rows and not methods:
+        defined = [r for r in metric_rows(correlation) if r.defined and r.pearson_ci and (r.n or 0) > 3]
+        methods = sorted({w for w in (method_words(r.ci_method) for r in defined) if w})
+        if defined and not methods:
             methods = ["Fisher z (n = dialogues)"]
         if methods:
             parts.append(f"r's by {' or '.join(methods)}")
@@ -653,7 +655,7 @@ def _units_sentence(
     if not parts and not (correlation and correlation["williams"]):
         return None
     text = f"Intervals are 95%: {'; '.join(parts)}." if parts else ""
-    tested = [w for w in (correlation or {}).get("williams", []) if w.get("diff_ci")]
+    tested = [w for w in comparison_rows(correlation or {}) if w.tested]
     if tested and correlation is not None:
         comparisons = correlation["comparisons"]
         level = _percent(comparisons["interval_confidence"])

@@ -26,6 +26,7 @@ from formats.settings import settings
 from metrics import present
 from metrics.analysis import AnalysisSettings
 from metrics.comparisons import ADJUSTMENTS, FAMILIES
+from metrics.correlation import metric_rows
 from metrics.summary import Summary, summarise
 
 
@@ -541,9 +542,7 @@ def _correlation_section(result: dict) -> None:
     if "system_level" in result:
         with st.expander(f"System level: {result['system_level']['n_systems']} systems as the unit"):
             show_table(present.system_table(result["system_level"]), subheader=False)
-    metric = st.selectbox(
-        "Plot a metric against the rating", [r["metric"] for r in correlation["metrics"]], key="analysis-metric"
-    )
+    metric = st.selectbox("Plot a metric against the rating", [r.metric for r in metric_rows(correlation)], key="analysis-metric")
     st.altair_chart(metric_rating_chart(correlation, metric))
     if result.get("calibration"):
         show_table(present.calibration_table(result["calibration"]))

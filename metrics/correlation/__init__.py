@@ -82,8 +82,13 @@ from metrics.correlation.resampling import (
     percentile_ci,
     resample_sums,
 )
+from metrics.correlation.results import Comparison, MetricCorrelation, comparisons, metric_rows
 
 __all__ = [
+    "Comparison",
+    "MetricCorrelation",
+    "comparisons",
+    "metric_rows",
     "CEILING_DEFAULT",
     "CEILING_FAMILIES",
     "DEFAULT_INTERVAL",
