@@ -24,7 +24,7 @@ import altair as alt
 import pandas as pd
 
 from metrics.comparisons import ADJUSTMENT_NAMES
-from metrics.correlation import Comparison, metric_rows
+from metrics.correlation import Comparison, human_ceiling_of, metric_rows
 from metrics.correlation import comparisons as comparison_rows
 from metrics.present import interval, number
 from metrics.summary import method_words
@@ -170,9 +170,9 @@ def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -
     comparisons = correlation.get("comparisons") or {}
     reference = _reference_of(correlation)
     title = "Which metric tracks the human ratings"
-    ceiling = correlation.get("human_ceiling") or {}
-    r_max = _finite(ceiling.get("r_max"))
-    ceiling_ci = ceiling.get("ci")
+    ceiling = human_ceiling_of(correlation)
+    r_max = _finite(ceiling.r_max)
+    ceiling_ci = ceiling.ci
     if frame.empty:
         return note_chart(title, ["No metric has a correlation with the ratings.", *notes])
     methods = {method_words(row.ci_method) for row in metric_rows(correlation) if row.ci_method}
@@ -188,7 +188,7 @@ def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -
     if reference is not None and comparisons:
         head += f" Comparisons with {reference}: {comparisons.get('text', 'as declared')}."
     if r_max is None:
-        notes.append(f"No human ceiling: {ceiling.get('note', 'not computed')}.")
+        notes.append(f"No human ceiling: {ceiling.note or 'not computed'}.")
     elif not ceiling_ci:
         notes.append(f"Human ceiling r_max {number(r_max)} has no interval (no bootstrap): the line only.")
     order = frame["label"].tolist()

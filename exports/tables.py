@@ -158,7 +158,7 @@ def agreement_csv(agreement: dict) -> bytes:
 
 
 def correlation_csv(correlation: dict) -> bytes:
-    from metrics.correlation import comparisons  # the statistics stack: not on the login path (exports.formats)
+    from metrics.correlation import comparisons, human_ceiling_of  # the statistics stack: not on the login path (exports.formats)
 
     rows = []
     for row in correlation["metrics"]:
@@ -194,18 +194,18 @@ def correlation_csv(correlation: dict) -> bytes:
                 "signature": correlation["signature"],
             }
         )
-    ceiling = correlation.get("human_ceiling") or {}
-    if ceiling.get("r_max") is not None or ceiling.get("note"):
-        ci = ceiling.get("ci") or (None, None)
+    ceiling = human_ceiling_of(correlation)
+    if ceiling.r_max is not None or ceiling.note:
+        ci = ceiling.ci or (None, None)
         rows.append(
             {
                 "kind": "ceiling",
                 "metric": "human_ceiling",
                 "n": correlation.get("n_dialogues"),
-                "pearson": ceiling.get("r_max"),
+                "pearson": ceiling.r_max,
                 "pearson_low": ci[0],
                 "pearson_high": ci[1],
-                "note": ceiling.get("note") or ceiling.get("method"),
+                "note": ceiling.note or ceiling.method or None,
                 "signature": correlation["signature"],
             }
         )

@@ -15,11 +15,11 @@ note: a note
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metrics.correlation import NOT_COMPARED, comparisons, metric_rows
+from metrics.correlation import NOT_COMPARED, HumanCeiling, comparisons, human_ceiling_of, metric_rows
 from metrics.correlation.results import ADJUSTMENTS_STORED
 from metrics.registry import FGA, JGA
 
@@ -230,17 +230,18 @@ def majority_item_table(rows: list[dict[str, Any]], question: str) -> Table:
     return Table(f"Items of {question}", tuple(columns), body)
 
 
-def ceiling_text(ceiling: dict[str, Any]) -> str:
+def ceiling_text(ceiling: HumanCeiling | Mapping[str, Any]) -> str:
     """The human ceiling in one line: r_max with its CI and reliability (of the mean rating, ICC(1,k) with k
     the harmonic mean count; in pairs mode of a single vote, ICC(1,1)), and annotator vs the rest."""
-    rest = number(ceiling["annotator_vs_rest"]["mean_pearson"])
-    if ceiling.get("r_max") is None:
-        return f"Human ceiling: {ceiling.get('note', 'not computed')}. Each annotator vs the mean of the others: {rest}."
-    of = "a single vote" if ceiling.get("method", "").startswith("r_max = sqrt(ICC(1,1))") else "the mean rating"
+    c = ceiling if isinstance(ceiling, HumanCeiling) else HumanCeiling.from_dict(ceiling)
+    rest = number(c.annotator_mean_r)
+    if c.r_max is None:
+        return f"Human ceiling: {c.note or 'not computed'}. Each annotator vs the mean of the others: {rest}."
+    of = "a single vote" if c.of_single_vote else "the mean rating"
     return (
-        f"Human ceiling r_max = {number(ceiling['r_max'])} {interval(ceiling['ci'])} (reliability of {of} "
-        f"{number(ceiling['reliability'])}, ICC(1,{'1' if of == 'a single vote' else 'k'})); each annotator vs the mean "
-        f"of the others: {rest}." + (f" {ceiling['ci_note']}." if ceiling.get("ci_note") else "")
+        f"Human ceiling r_max = {number(c.r_max)} {interval(c.ci)} (reliability of {of} "
+        f"{number(c.reliability)}, ICC(1,{'1' if c.of_single_vote else 'k'})); each annotator vs the mean "
+        f"of the others: {rest}." + (f" {c.ci_note}." if c.ci_note else "")
     )
 
 
@@ -253,7 +254,7 @@ def correlation_table(correlation: dict[str, Any], condition: str | None = None)
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
         f"{system}{rating_line(correlation)}",
-        ceiling_text(correlation["human_ceiling"]),
+        ceiling_text(human_ceiling_of(correlation)),
         *(note for note in correlation["notes"] if not note.startswith(NOT_COMPARED)),  # those: under the differences
         f"signature: {correlation['signature']}",
     ]

@@ -42,7 +42,7 @@ from types import MappingProxyType
 from typing import Any
 
 from metrics.comparisons import ADJUSTMENT_NAMES
-from metrics.correlation import Comparison, MetricCorrelation, metric_rows
+from metrics.correlation import Comparison, HumanCeiling, MetricCorrelation, human_ceiling_of, metric_rows
 from metrics.correlation import comparisons as comparison_rows
 from metrics.present import RATING_WORDS, interval, number, p_value
 from metrics.registry import JGA, split_key
@@ -465,7 +465,7 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
         reasons = sorted({r.note or "undefined" for r in undefined})
         dialogues = correlation["n_dialogues"]
         text = f"{where}no metric's correlation with the ratings is defined ({'; '.join(reasons)}; {dialogues} dialogues)."
-        return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(correlation["human_ceiling"])]
+        return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(human_ceiling_of(correlation))]
     best = max(rows, key=lambda r: r.pearson or 0.0)
     numbers: dict[str, Any] = {**base, "r": best.pearson, "n_metrics": len(rows)}
     votes = f", {correlation['n_votes']} votes" if correlation.get("n_votes") is not None else ""
@@ -493,11 +493,11 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
         sentences.append(Sentence("note", f"The correlation of {listed} with the ratings is undefined."))
     if not few:
         sentences += _comparison_sentences(correlation, best, rows)
-    ceiling = correlation["human_ceiling"]
+    ceiling = human_ceiling_of(correlation)
     sentences += ceiling_sentences(ceiling)
     r_best = best.pearson or 0.0
-    if not few and ceiling.get("r_max") is not None and round(r_best, 3) > round(ceiling["r_max"], 3):
-        pair = ceiling.get("ci")
+    if not few and ceiling.r_max is not None and round(r_best, 3) > round(ceiling.r_max, 3):
+        pair = ceiling.ci
         inside = pair is not None and round(r_best, 3) <= round(pair[1], 3)
         where_ci = (
             "within the ceiling's interval"
@@ -510,33 +510,33 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
             Sentence(
                 "note",
                 f"{display(best.metric)}'s r {number(best.pearson)} is above the ceiling's estimate "
-                f"{number(ceiling['r_max'])}, {where_ci}: both are estimates from the same votes.",
-                {"r": best.pearson, "r_max": ceiling["r_max"]},
+                f"{number(ceiling.r_max)}, {where_ci}: both are estimates from the same votes.",
+                {"r": best.pearson, "r_max": ceiling.r_max},
             )
         )
     return sentences
 
 
-def ceiling_sentences(ceiling: Mapping[str, Any]) -> list[Sentence]:
+def ceiling_sentences(ceiling: HumanCeiling | Mapping[str, Any]) -> list[Sentence]:
     """The human ceiling r_max = √reliability with its interval, or why there is none."""
-    single = ceiling.get("method", "").startswith("r_max = sqrt(ICC(1,1))")
-    if ceiling.get("r_max") is None:
-        why = ceiling.get("note", "not computed")
-        return [Sentence("note", f"No human ceiling: {why}.", {"r_max": None})]
-    numbers: dict[str, Any] = {"r_max": ceiling["r_max"], "reliability": ceiling["reliability"]}
-    ci = _ci(ceiling.get("ci"), "r_max", numbers)
+    c = ceiling if isinstance(ceiling, HumanCeiling) else HumanCeiling.from_dict(ceiling)
+    single = c.of_single_vote
+    if c.r_max is None:
+        return [Sentence("note", f"No human ceiling: {c.note or 'not computed'}.", {"r_max": None})]
+    numbers: dict[str, Any] = {"r_max": c.r_max, "reliability": c.reliability}
+    ci = _ci(c.ci, "r_max", numbers)
     of = "a single vote" if single else "the mean rating"
     icc = "ICC(1,1)" if single else "ICC(1,k)"
     text = (
-        f"The human ceiling, the largest r a metric can reach against {of}, is {number(ceiling['r_max'])}{ci} "
-        f"(√ of its reliability {icc} {number(ceiling['reliability'])}"
+        f"The human ceiling, the largest r a metric can reach against {of}, is {number(c.r_max)}{ci} "
+        f"(√ of its reliability {icc} {number(c.reliability)}"
     )
-    if not single and ceiling.get("k_harmonic") is not None:
-        numbers["k"] = ceiling["k_harmonic"]
-        text += f", k = {ceiling['k_harmonic']:.3g} votes per dialogue"
+    if not single and c.k_harmonic is not None:
+        numbers["k"] = c.k_harmonic
+        text += f", k = {c.k_harmonic:.3g} votes per dialogue"
     text += ")"
-    if ceiling.get("note"):
-        text += f"; {ceiling['note']}"
+    if c.note:
+        text += f"; {c.note}"
     return [Sentence("ceiling", text + ".", numbers)]
 
 
@@ -646,9 +646,9 @@ def _units_sentence(
             methods = ["Fisher z (n = dialogues)"]
         if methods:
             parts.append(f"r's by {' or '.join(methods)}")
-        ceiling = correlation["human_ceiling"]
-        if ceiling.get("ci"):
-            parts.append(f"the ceiling's by {method_words(ceiling.get('ci_method')) or 'percentile bootstrap over dialogues'}")
+        ceiling = human_ceiling_of(correlation)
+        if ceiling.ci:
+            parts.append(f"the ceiling's by {method_words(ceiling.ci_method) or 'percentile bootstrap over dialogues'}")
     if calibration and calibration.get("ci_lambda"):
         unit = (calibration.get("bootstrap") or {}).get("resample", "dialogues").replace("+", " and ")
         parts.append(f"λ*'s and its r's by percentile bootstrap over {unit}")

@@ -82,10 +82,12 @@ from metrics.correlation.resampling import (
     percentile_ci,
     resample_sums,
 )
-from metrics.correlation.results import Comparison, MetricCorrelation, comparisons, metric_rows
+from metrics.correlation.results import Comparison, HumanCeiling, MetricCorrelation, comparisons, human_ceiling_of, metric_rows
 
 __all__ = [
     "Comparison",
+    "HumanCeiling",
+    "human_ceiling_of",
     "MetricCorrelation",
     "comparisons",
     "metric_rows",

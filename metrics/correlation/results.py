@@ -148,3 +148,49 @@ def metric_rows(correlation: Mapping[str, Any]) -> list[MetricCorrelation]:
 def comparisons(correlation: Mapping[str, Any]) -> list[Comparison]:
     """The report's declared comparisons, typed, in the report's order."""
     return [Comparison.from_entry(entry) for entry in correlation.get("williams", [])]
+
+
+@dataclass(frozen=True)
+class HumanCeiling:
+    """The largest r a metric can reach against the rating: ``r_max`` = √``reliability`` (None when there is
+    no ceiling: ``note`` says why), its interval ``ci`` (the family ``ci_method`` names; ``ci_note`` when few
+    annotators make it optimistic), ``reliability_single`` = ICC(1,1) and ``k_harmonic`` the votes per
+    dialogue Spearman–Brown used; ``method`` how r_max was defined; ``annotator_mean_r`` the mean r of each
+    annotator against the mean of the others (not a ceiling)."""
+
+    r_max: float | None = None
+    reliability: float | None = None
+    reliability_single: float | None = None
+    k_harmonic: float | None = None
+    ci: Interval | None = None
+    ci_method: str | None = None
+    ci_note: str | None = None
+    method: str = ""
+    note: str | None = None
+    annotator_mean_r: float | None = None
+
+    @property
+    def of_single_vote(self) -> bool:
+        """Whether r_max is a single vote's ceiling (pairs mode: r over votes), not the mean rating's."""
+        return self.method.startswith("r_max = sqrt(ICC(1,1))")
+
+    @classmethod
+    def from_dict(cls, ceiling: Mapping[str, Any] | None) -> HumanCeiling:
+        ceiling = ceiling or {}
+        return cls(
+            r_max=ceiling.get("r_max"),
+            reliability=ceiling.get("reliability"),
+            reliability_single=ceiling.get("reliability_single"),
+            k_harmonic=ceiling.get("k_harmonic"),
+            ci=_interval(ceiling.get("ci")),
+            ci_method=ceiling.get("ci_method"),
+            ci_note=ceiling.get("ci_note"),
+            method=ceiling.get("method", ""),
+            note=ceiling.get("note"),
+            annotator_mean_r=(ceiling.get("annotator_vs_rest") or {}).get("mean_pearson"),
+        )
+
+
+def human_ceiling_of(correlation: Mapping[str, Any]) -> HumanCeiling:
+    """The report's human ceiling, typed (an empty one, with no r_max, when the report has none)."""
+    return HumanCeiling.from_dict(correlation.get("human_ceiling"))
