@@ -522,6 +522,8 @@ def _event_frame(events: list[dict]) -> pd.DataFrame:
     keys = [k for k in EVENT_COLUMNS if crowd or k not in CROWD_COLUMNS]
     frame = pd.DataFrame([{k: e.get(k) for k in keys} for e in events], columns=keys)
     frame["created_at"] = frame["created_at"].astype(str).str.slice(0, 19).str.replace("T", " ")
+    # a vote without a measured time (imported, or from the API without one) says so, not a grey "None"
+    frame["seconds"] = [("—" if s is None or pd.isna(s) else f"{float(s):.1f}") for s in frame["seconds"]]
     return frame.rename(columns=EVENT_COLUMNS)
 
 

@@ -34,6 +34,9 @@ def test_the_drill_down_marks_current_votes_and_the_final_label_must_be_chosen(a
         ["ann1", "0", True],
         ["ann2", "1", True],
     ]
+    # votes stored without a measured time (here through the service, as an import or the API does) say so
+    # in words, not as a grey "None"
+    assert votes["seconds spent"].tolist() == ["—", "—", "—"]
     final = probe.radio(key="analysis-final")
     assert final.value is None  # nothing chosen for the adjudicator
     submit = next(b for b in probe.button if b.label == "Record the adjudicated label")
