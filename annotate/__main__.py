@@ -227,7 +227,19 @@ def serve(engine, args) -> None:
         os.environ["DST_JUDGE_API_PORT"] = str(args.api_port)  # the Annotators page shows the API's address
         print(f"HTTP API: http://{args.api_host}:{args.api_port}/api/v1 (tokens: dst-judge token add NAME)", flush=True)
     sys.stdout.flush()
+    for name, value in MALLOC_DEFAULTS.items():  # read by glibc when the process starts: set before the exec
+        os.environ.setdefault(name, value)
     os.execv(sys.executable, command)
+
+
+# glibc's allocator settings for the serving process (issue 37, the 1-hour soak with 10 tabs,
+# ``python -m bench.bench_soak --heap``): with glibc's defaults the memory in use stayed flat while the free
+# memory inside the heap grew from 4 to 65 MB (freed blocks scattered over one arena per thread, which no
+# trim gives back; glibc also raises its mmap threshold after each large free, so that a rerun's large
+# temporary buffers land in the heap between long-lived blocks).  Two arenas and a fixed threshold keep the
+# free memory at a few MB (docs/deployment.md, "Memory over a long day").  A value set in the environment
+# is kept.
+MALLOC_DEFAULTS = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
 
 
 def app_path() -> Path:
