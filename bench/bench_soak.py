@@ -134,7 +134,7 @@ if OUT:
 # glibc's heap in use and free (mallinfo2), Arrow's pool, and the RSS before and after ``malloc_trim(0)``
 # (memory freed but kept by glibc is given back by the trim; memory in use is not).
 HEAP = """
-import ctypes, json, os, signal, sys, threading, time
+import ctypes, gc, json, os, signal, sys, threading, time
 OUT = os.environ.get("DST_SOAK_HEAP") if "streamlit" in sys.orig_argv else None
 class _Info(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
@@ -142,6 +142,16 @@ class _Info(ctypes.Structure):
 def _rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def _smaps():
+    # The process's resident memory by kind (kB -> MB): anonymous memory (heaps, pymalloc's arenas, Arrow's
+    # pool, stacks) apart from file-backed pages (shared libraries), which the kernel can drop and reload.
+    out = {}
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] in ("Rss:", "Anonymous:", "Shared_Clean:", "Private_Clean:", "Private_Dirty:"):
+                out[parts[0].rstrip(":").lower()] = int(parts[1]) / 1024
+    return out
 def _sample(*_):
     def work():
         libc = ctypes.CDLL("libc.so.6")
@@ -158,7 +168,8 @@ def _sample(*_):
         record = {"t": time.time(), "rss_mb": before, "rss_after_trim_mb": _rss() if trim else None,
                   "heap_in_use_mb": info.uordblks / 2**20, "heap_free_mb": info.fordblks / 2**20,
                   "heap_arena_mb": info.arena / 2**20, "mmapped_mb": info.hblkhd / 2**20, "arrow": arrow,
-                  "threads": threading.active_count()}
+                  "threads": threading.active_count(), "smaps": _smaps(),
+                  "pymalloc_blocks": sys.getallocatedblocks(), "gc_objects": len(gc.get_objects())}
         with open(OUT, "a") as f:
             f.write(json.dumps(record) + "\\n")
     threading.Thread(target=work, daemon=True).start()
