@@ -577,6 +577,20 @@ def votes_stored(db_path: Path) -> int:
         return conn.execute("SELECT count(*) FROM vote_events").fetchone()[0]
 
 
+TRACE_MARKS = 3  # tracemalloc snapshots: after warm-up (the baseline), at the middle and at the end
+
+
+def wait_for_snapshots(path: Path, count: int, timeout: float = 600) -> None:
+    """The end snapshot is written by a thread of the server and takes a while (a traced heap of a million
+    blocks): the server is stopped only once it is on disk, or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and len([line for line in path.read_text().splitlines() if line.strip()]) >= count:
+            return
+        time.sleep(2)
+    log(f"the tracer wrote fewer than {count} snapshots in {timeout:.0f} s")
+
+
 async def sampler(server: Server, db_path: Path, t0: float, stop_at: float, interval: float, samples: list, tabs: list) -> None:
     loop = asyncio.get_running_loop()
     traced = 0
@@ -586,7 +600,7 @@ async def sampler(server: Server, db_path: Path, t0: float, stop_at: float, inte
         if server.trace_file is not None:
             elapsed, span = time.monotonic() - t0, stop_at - t0
             marks = [max(60.0, span / 6), span / 2, span - interval]  # warm-up (the baseline), the middle, the end
-            if traced < len(marks) and elapsed >= marks[traced]:
+            if traced < min(len(marks), TRACE_MARKS) and elapsed >= marks[traced]:
                 traced += 1
                 os.kill(pid, signal.SIGUSR1)  # a snapshot is costly (hundreds of MB for a moment): three in all
         if server.heap_file is not None:
@@ -706,6 +720,8 @@ def main(argv: list[str] | None = None) -> None:
             "tabs_open": samples[-1]["tabs_open"],
             "after_all_tabs_closed": stats.get("sessions_after_close"),
         }
+        if server.trace_file is not None:
+            wait_for_snapshots(server.trace_file, TRACE_MARKS)
         if server.trace_file is not None and server.trace_file.exists():
             records = [json.loads(line) for line in server.trace_file.read_text().splitlines() if line.strip()]
             if records:
