@@ -2,7 +2,8 @@
 
 Charts are built from the analysis JSON contracts, never from the database, so a plot in
 the app and one from the command line are the same picture of the same numbers.  Every builder is
-pure (a dict in, an ``alt.Chart`` out) and never fails on degenerate input: what it cannot draw it
+pure (a result in, an ``alt.Chart`` out; the result read through its typed view, :mod:`metrics.results`,
+whether it comes as that view or as its dict) and never fails on degenerate input: what it cannot draw it
 says in words, in the chart's subtitle (a metric without an interval, no human ceiling, an undefined
 coefficient, an open λ* interval).  Numbers in labels use :mod:`metrics.present`'s one rounding rule.
 
@@ -24,9 +25,8 @@ import altair as alt
 import pandas as pd
 
 from metrics.comparisons import ADJUSTMENT_NAMES
-from metrics.correlation import Comparison, human_ceiling_of, metric_rows
-from metrics.correlation import comparisons as comparison_rows
 from metrics.present import interval, number
+from metrics.results import Agreement, AgreementReport, Calibration, Comparison, CorrelationReport
 from metrics.summary import method_words
 
 R_TITLE = "Pearson r with human ratings"
@@ -80,35 +80,40 @@ def note_chart(title: str, notes: list[str], *, width: int = 480) -> alt.Chart:
 # --- forest plot: every metric against the ratings --------------------------------------------------
 
 
-def _reference_of(correlation: dict) -> str | None:
+def _reference_of(correlation: CorrelationReport) -> str | None:
     """The reference metric: the declared family's, else JGA when it was measured (an ``all`` family)."""
-    comparisons = correlation.get("comparisons") or {}
-    names = [row.metric for row in metric_rows(correlation)]
-    reference = comparisons.get("reference")
+    names = [row.metric for row in correlation.metrics]
+    reference = correlation.comparisons.reference if correlation.comparisons else None
     if reference in names:
         return reference
     return "jga" if "jga" in names else None
 
 
-def forest_rows(correlation: dict) -> tuple[pd.DataFrame, list[str]]:
+def _adjust_of(correlation: CorrelationReport) -> str:
+    """How the declared comparisons were adjusted (Holm when the report does not say)."""
+    family = correlation.comparisons
+    return family.adjust if family is not None and family.adjust is not None else "holm"
+
+
+def forest_rows(correlation: CorrelationReport | dict) -> tuple[pd.DataFrame, list[str]]:
     """One row per metric with a correlation, ordered by r (highest first), and notes in words.
 
     Columns: ``metric``, ``label`` (the axis label; the reference's says so), ``r``, ``low``, ``high``
     (the reported ``pearson_ci``; NaN when there is none), ``status`` (reference / differs / no
     difference / not compared), ``differs`` (significant against the reference after the family's
     adjustment), ``diff``, ``diff_ci``, ``p_adjusted`` and ``text`` (r and its interval, 3 decimals)."""
-    comparisons = correlation.get("comparisons") or {}
-    adjust = comparisons.get("adjust", "holm")
-    reference = _reference_of(correlation)
+    view = CorrelationReport.of(correlation)
+    adjust = _adjust_of(view)
+    reference = _reference_of(view)
     differs_label, same_label = _status_labels(reference, adjust)
     against: dict[str, tuple[Comparison, float]] = {}
-    for entry in comparison_rows(correlation):
+    for entry in view.williams:
         if reference is not None and reference in (entry.a, entry.b) and entry.a != entry.b:
             other = entry.b if entry.a == reference else entry.a
             sign = 1.0 if entry.a == other else -1.0  # the difference as r_metric − r_reference
             against[other] = (entry, sign)
     rows, notes, no_interval = [], [], []
-    for row in metric_rows(correlation):
+    for row in view.metrics:
         name, r = row.metric, _finite(row.pearson)
         if r is None:
             notes.append(f"{name}: no correlation ({row.note or 'undefined'}), not drawn.")
@@ -158,7 +163,7 @@ def _status_labels(reference: str | None, adjust: str) -> tuple[str, str]:
     return f"differs from {reference} {how}", f"no significant difference from {reference}"
 
 
-def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -> alt.Chart:
+def forest_chart(correlation: CorrelationReport | dict, *, width: int = 360, row_height: int = 24) -> alt.Chart:
     """Every metric's Pearson r with its reported interval (``pearson_ci``), ordered by r, beside the
     human ceiling r_max (its interval shaded); the reference metric in black and named on the axis; a
     filled dot where the metric differs from the reference after the declared family's adjustment
@@ -166,27 +171,25 @@ def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -
 
     ``width`` is the plot area's; with the metric names, the r column and the legend the chart stays
     within :data:`MAX_WIDTH`."""
-    frame, notes = forest_rows(correlation)
-    comparisons = correlation.get("comparisons") or {}
-    reference = _reference_of(correlation)
+    view = CorrelationReport.of(correlation)
+    frame, notes = forest_rows(view)
+    comparisons = view.comparisons
+    reference = _reference_of(view)
     title = "Which metric tracks the human ratings"
-    ceiling = human_ceiling_of(correlation)
+    ceiling = view.human_ceiling
     r_max = _finite(ceiling.r_max)
     ceiling_ci = ceiling.ci
     if frame.empty:
         return note_chart(title, ["No metric has a correlation with the ratings.", *notes])
-    methods = {method_words(row.ci_method) for row in metric_rows(correlation) if row.ci_method}
-    unit = (
-        "dialogues and annotators"
-        if (correlation.get("bootstrap") or {}).get("resample", "dialogues") != "dialogues"
-        else "dialogues"
-    )
+    methods = {method_words(row.ci_method) for row in view.metrics if row.ci_method}
+    unit = "dialogues and annotators" if view.bootstrap.resample != "dialogues" else "dialogues"
+    n_dialogues = view.n_dialogues if view.n_dialogues is not None else frame["n"].max()
     head = (
         f"Pearson r, whiskers: 95% interval ({'; '.join(sorted(m for m in methods if m)) or 'as reported'}; unit: {unit}); "
-        f"n = {correlation.get('n_dialogues', frame['n'].max())} dialogues."
+        f"n = {n_dialogues} dialogues."
     )
     if reference is not None and comparisons:
-        head += f" Comparisons with {reference}: {comparisons.get('text', 'as declared')}."
+        head += f" Comparisons with {reference}: {comparisons.text if comparisons.text is not None else 'as declared'}."
     if r_max is None:
         notes.append(f"No human ceiling: {ceiling.note or 'not computed'}.")
     elif not ceiling_ci:
@@ -210,7 +213,7 @@ def forest_chart(correlation: dict, *, width: int = 360, row_height: int = 24) -
             labelFontWeight=alt.ExprRef(f"datum.value == '{reference} (reference)' ? 'bold' : 'normal'"), labelLimit=120
         ),
     )
-    differs_label, same_label = _status_labels(reference, comparisons.get("adjust", "holm"))
+    differs_label, same_label = _status_labels(reference, _adjust_of(view))
     statuses = [f"reference ({reference})", differs_label, same_label, "not among the declared comparisons"]
     statuses = [s for s in statuses if s in set(frame["status"])]
     stroke = {
@@ -302,26 +305,30 @@ LANDIS_KOCH = (
 KRIPPENDORFF_LINES = ((0.667, "α 0.667"), (0.8, "α 0.8"))
 
 
-def _questions(agreement_report: dict) -> dict[str, dict]:
-    """``agreement_all``'s ``{"questions": {q: report}}`` or one question's report (named "")."""
+def _agreement(agreement_report: Agreement | AgreementReport | dict) -> Agreement:
+    """``agreement_all``'s ``{"questions": {q: report}}`` or one question's report (named ""), typed."""
+    if isinstance(agreement_report, Agreement):
+        return agreement_report
+    if isinstance(agreement_report, AgreementReport):
+        return Agreement(questions={"": agreement_report})
     if "questions" in agreement_report and isinstance(agreement_report["questions"], dict):
-        return agreement_report["questions"]
-    return {"": agreement_report}
+        return Agreement.from_dict(agreement_report)
+    return Agreement(questions={"": AgreementReport.from_dict(agreement_report)})
 
 
-def agreement_rows(agreement_report: dict) -> tuple[pd.DataFrame, list[str]]:
+def agreement_rows(agreement_report: Agreement | AgreementReport | dict) -> tuple[pd.DataFrame, list[str]]:
     """Per question and coefficient (α, Fleiss' κ, AC1): ``value``, ``low``, ``high`` (the report's
     ``ci``; NaN when none) and ``text``; a coefficient that is undefined is left out with a note."""
     rows, notes = [], []
-    for question, report in _questions(agreement_report).items():
+    for question, report in _agreement(agreement_report).questions.items():
         for key, name in COEFFICIENTS.items():
-            value = _finite(report.get(key))
+            value = _finite(report.estimate(key))
             where = f"{question}: " if question else ""
             if value is None:
-                why = next((n.split(": ", 1)[1] for n in report.get("notes", []) if n.startswith(name)), "undefined")
+                why = next((n.split(": ", 1)[1] for n in report.notes if n.startswith(name)), "undefined")
                 notes.append(f"{where}{name} not drawn ({why}).")
                 continue
-            ci = (report.get("ci") or {}).get(key)
+            ci = report.interval(key)
             low, high = (_finite(ci[0]), _finite(ci[1])) if ci else (None, None)
             if low is None or high is None:
                 notes.append(f"{where}{name} has no interval.")
@@ -332,26 +339,26 @@ def agreement_rows(agreement_report: dict) -> tuple[pd.DataFrame, list[str]]:
                     "value": value,
                     "low": float("nan") if low is None else low,
                     "high": float("nan") if high is None else high,
-                    "n_items": report.get("n_items"),
+                    "n_items": report.n_items,
                     "text": _with_interval(value, low, high),
                 }
             )
     return pd.DataFrame(rows), notes
 
 
-def agreement_chart(agreement_report: dict, *, width: int = 440, bands: str = "both") -> alt.Chart:
+def agreement_chart(agreement_report: Agreement | AgreementReport | dict, *, width: int = 440, bands: str = "both") -> alt.Chart:
     """Per question, Krippendorff's α, Fleiss' κ and Gwet's AC1 as dots with their intervals (the
     report's bootstrap over items), over the conventional readings, named as conventions: ``bands``
     ``landis_koch`` shades Landis & Koch's (1977) slight / fair / moderate / substantial / almost
     perfect; ``krippendorff`` draws Krippendorff's (2004) 0.667 and 0.8 lines for α; ``both`` (default)
     both."""
-    frame, notes = agreement_rows(agreement_report)
+    view = _agreement(agreement_report)
+    frame, notes = agreement_rows(view)
     title = "Do the annotators agree?"
     if frame.empty:
         return note_chart(title, ["No agreement coefficient is defined.", *notes])
     questions = list(dict.fromkeys(frame["question"]))
-    reports = agreement_report.get("questions", {"": agreement_report}).values()
-    unit = "; ".join(sorted({r.get("ci_method") or "percentile bootstrap over items" for r in reports if isinstance(r, dict)}))
+    unit = "; ".join(sorted({r.ci_method or "percentile bootstrap over items" for r in view.questions.values()}))
     said = []
     if bands in ("both", "landis_koch"):
         said.append("shaded: Landis & Koch (1977) reading of κ")
@@ -421,27 +428,30 @@ ANNOTATOR_MEASURES = {
 }
 
 
-def annotator_rows(agreement_report: dict, question: str, measure: str = "kappa_with_others") -> tuple[pd.DataFrame, list[str]]:
+def annotator_rows(
+    agreement_report: Agreement | AgreementReport | dict, question: str, measure: str = "kappa_with_others"
+) -> tuple[pd.DataFrame, list[str]]:
     """One row per annotator with ``value`` (``measure`` of the report's ``annotators`` rows), sorted
     from the least agreeing; annotators without a value are left out with a note."""
-    questions = _questions(agreement_report)
+    questions = _agreement(agreement_report).questions
     if question not in questions:
         return pd.DataFrame(), [f"no agreement report for question {question!r}"]
     rows, missing = [], []
-    for row in questions[question].get("annotators", []):
-        value = _finite(row.get(measure))
+    for row in questions[question].annotators:
+        measures = {"kappa_with_others": row.kappa_with_others, "agree_with_others": row.agree_with_others}
+        value = _finite(measures.get(measure))
         if value is None:
-            missing.append(row["annotator"])
+            missing.append(row.annotator)
             continue
         rows.append(
             {
-                "annotator": row["annotator"],
+                "annotator": row.annotator,
                 "value": value,
-                "agree": _finite(row.get("agree_with_others")),
-                "kappa": _finite(row.get("kappa_with_others")),
-                "n_votes": row.get("n_votes"),
-                "n_compared": row.get("n_compared"),
-                "gold_accuracy": _finite(row.get("gold_accuracy")),
+                "agree": _finite(row.agree_with_others),
+                "kappa": _finite(row.kappa_with_others),
+                "n_votes": row.n_votes,
+                "n_compared": row.n_compared,
+                "gold_accuracy": _finite(row.gold_accuracy),
                 "text": number(value),
             }
         )
@@ -454,7 +464,9 @@ def annotator_rows(agreement_report: dict, question: str, measure: str = "kappa_
     return frame, notes
 
 
-def annotator_chart(agreement_report: dict, question: str, *, measure: str = "kappa_with_others", width: int = 420) -> alt.Chart:
+def annotator_chart(
+    agreement_report: Agreement | AgreementReport | dict, question: str, *, measure: str = "kappa_with_others", width: int = 420
+) -> alt.Chart:
     """Each annotator's agreement with the majority of the others (ties skipped;
     :func:`metrics.agreement.annotator_rows`) as horizontal bars sorted from the least agreeing, the
     annotators' median as a line, so an outlying annotator stands out.  Clicking a bar sets the
@@ -522,46 +534,47 @@ def _lambda_ticks(end: float) -> list[float]:
     return sorted({round(v, 10) for v in ticks} | {end})
 
 
-def r_lambda_chart(calibration: dict, *, width: int = 480, height: int = 280, scale: str = "symlog") -> alt.Chart:
+def r_lambda_chart(calibration: Calibration | dict, *, width: int = 480, height: int = 280, scale: str = "symlog") -> alt.Chart:
     """r(λ) with its bootstrap band (over dialogues), λ* as a rule with its interval shaded (an open
     upper end, :func:`metrics.calibrate.calibrate`'s ``ci_lambda`` [lo, None], is drawn to the grid's
     end and said so), and the two limits of FGA as labelled reference lines: JGA at λ = 0 (``r_jga``)
     and the turn-level match rate as λ → ∞ (``r_turn``)."""
+    k = Calibration.of(calibration)
     curve = pd.DataFrame(
         [
             {
-                "lambda": float(p["lambda"]),
-                "r": _finite(p.get("r")),
-                "low": (p.get("ci") or [None, None])[0],
-                "high": (p.get("ci") or [None, None])[1],
+                "lambda": float(p.lam),
+                "r": _finite(p.r),
+                "low": (p.ci or (None, None))[0],
+                "high": (p.ci or (None, None))[1],
             }
-            for p in calibration.get("curve", [])
+            for p in k.curve
         ]
     )
     title = "Which λ makes FGA agree most with people"
     notes: list[str] = []
     if curve.empty or curve["r"].isna().all():
-        return note_chart(title, ["No r(λ) curve: FGA has no correlation with the ratings.", *calibration.get("notes", [])])
+        return note_chart(title, ["No r(λ) curve: FGA has no correlation with the ratings.", *k.notes])
     curve = curve.astype({"low": float, "high": float, "r": float})
     end = float(curve["lambda"].max())
-    best, r_best = _finite(calibration.get("best_lambda")), _finite(calibration.get("r_best"))
-    ci = calibration.get("ci_lambda")
+    best, r_best = _finite(k.best_lambda), _finite(k.r_best)
+    ci = k.ci_lambda
     head = f"λ* = {number(best)} {interval(ci) if ci else '(no interval)'}, r = {number(r_best)}"
-    if calibration.get("ci_r"):
-        head += f" {interval(calibration['ci_r'])}"
+    if k.ci_r:
+        head += f" {interval(k.ci_r)}"
     head += "; blue band: r's 95% interval at each λ, red span: λ*'s (bootstrap percentile over dialogues)."
-    if calibration.get("cv_r") is not None:
-        head += f" Cross-validated r {number(calibration['cv_r'])}."
+    if k.cv_r is not None:
+        head += f" Cross-validated r {number(k.cv_r)}."
     if not ci:
         notes.append("No interval for λ* (no bootstrap).")
     elif ci[1] is None:
         notes.append(f"The upper end of λ*'s interval is open: beyond the grid's end λ = {end:g} (drawn to it).")
-    if calibration.get("best_at_bound"):
+    if k.best_at_bound:
         notes.append("λ* is at an end of the grid: widen the grid.")
     if not curve["low"].notna().any():
         notes.append("No band: the curve has no interval.")
     y_values = [v for v in curve["r"].tolist() + curve["low"].tolist() + curve["high"].tolist() if math.isfinite(v)]
-    r_jga, r_turn = _finite(calibration.get("r_jga")), _finite(calibration.get("r_turn"))
+    r_jga, r_turn = _finite(k.r_jga), _finite(k.r_turn)
     y_values += [v for v in (r_jga, r_turn) if v is not None]
     y_scale = alt.Scale(domain=[math.floor(min(y_values) * 20) / 20, math.ceil(max(y_values) * 20) / 20], nice=False)
     if scale not in ("symlog", "linear"):
@@ -630,9 +643,10 @@ def r_lambda_chart(calibration: dict, *, width: int = 480, height: int = 280, sc
     return alt.layer(*layers).properties(width=width, height=height, title=_title(title, [head, *notes]))
 
 
-def metric_rating_chart(correlation: dict, metric: str, *, width: int = 360, height: int = 260) -> alt.Chart:
+def metric_rating_chart(correlation: CorrelationReport | dict, metric: str, *, width: int = 360, height: int = 260) -> alt.Chart:
     """One point per dialogue: a metric against the human rating."""
-    frame = pd.DataFrame([{"id": d["id"], "metric": d.get(metric), "rating": d["rating"]} for d in correlation["per_dialogue"]])
+    per_dialogue = CorrelationReport.of(correlation).per_dialogue
+    frame = pd.DataFrame([{"id": d.id, "metric": d.values.get(metric), "rating": d.rating} for d in per_dialogue])
     frame = frame.dropna()
     return (
         alt.Chart(frame)

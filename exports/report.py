@@ -16,6 +16,7 @@ import re
 
 from metrics import __version__
 from metrics.present import Table, analysis_tables
+from metrics.results import StudyAnalysis
 from metrics.summary import summarise
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
@@ -30,9 +31,10 @@ def md_escape(text) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ")
 
 
-def sections(data, analysis: dict, settings) -> list[Table]:
+def sections(data, analysis: StudyAnalysis | dict, settings) -> list[Table]:
     """The report's tables: its settings and the study's progress, then the analysis tables that the
     Analysis page and the CLI show too (``metrics.present``); plain strings, unescaped."""
+    view = StudyAnalysis.of(analysis)
     progress = data.progress_report
     settings_rows = [
         ["study", data.name],
@@ -63,17 +65,15 @@ def sections(data, analysis: dict, settings) -> list[Table]:
     ]
     tables = [
         # the answers first, in words (metrics.summary), with the forest plot and the agreement chart under them
-        Table(SUMMARY, (), [], summarise(analysis).strings()),
+        Table(SUMMARY, (), [], summarise(view).strings()),
         Table("Settings", ("setting", "value"), settings_rows, ["Each result below ends with its signature."]),
         Table("Progress", ("", ""), progress_rows),
-        *analysis_tables(analysis, settings.tie),
+        *analysis_tables(view, settings.tie),
     ]
     adjudicated = getattr(data, "adjudications", {})
     if adjudicated:
         majority = {
-            (row["item"], row.get("condition") or "", question): row["majority"]
-            for question, table in analysis.get("majority", {}).items()
-            for row in table["rows"]
+            (row.item, row.condition, question): row.majority for question, table in view.majority.items() for row in table.rows
         }
         rows = [
             [
@@ -100,25 +100,27 @@ def sections(data, analysis: dict, settings) -> list[Table]:
 SUMMARY = "Summary"
 
 
-def _charts(heading: str, analysis: dict) -> list[tuple[str, bytes]]:
+def _charts(heading: str, analysis: StudyAnalysis) -> list[tuple[str, bytes]]:
     """The pictures under a section (alt text, PNG): under the summary the forest plot of every metric
     against the ratings and the agreement chart; under the λ calibration r(λ)."""
     from exports.charts import agreement_chart, forest_chart, png_bytes, r_lambda_chart
 
-    charts = []
+    pictures = []
     if heading == SUMMARY:
-        if "correlation" in analysis:
-            charts.append(("each metric's correlation with the human rating, its interval and the human ceiling", forest_chart))
-        if analysis.get("agreement"):
-            charts.append(("agreement per question with its interval, over the conventional readings", agreement_chart))
-        keys = {forest_chart: "correlation", agreement_chart: "agreement"}
-        return [(alt, png_bytes(chart(analysis[keys[chart]]))) for alt, chart in charts]
-    if heading.startswith("λ calibration") and "calibration" in analysis:
-        return [("r(λ) with its bootstrap band, λ* and its interval", png_bytes(r_lambda_chart(analysis["calibration"])))]
+        if analysis.correlation is not None:
+            alt = "each metric's correlation with the human rating, its interval and the human ceiling"
+            pictures.append((alt, png_bytes(forest_chart(analysis.correlation))))
+        if analysis.agreement is not None:
+            alt = "agreement per question with its interval, over the conventional readings"
+            pictures.append((alt, png_bytes(agreement_chart(analysis.agreement))))
+        return pictures
+    if heading.startswith("λ calibration") and analysis.calibration is not None:
+        return [("r(λ) with its bootstrap band, λ* and its interval", png_bytes(r_lambda_chart(analysis.calibration)))]
     return []
 
 
-def to_html(data, analysis: dict, settings) -> bytes:
+def to_html(data, analysis: StudyAnalysis | dict, settings) -> bytes:
+    view = StudyAnalysis.of(analysis)
     e = html.escape
     parts = [
         "<!DOCTYPE html>",
@@ -131,7 +133,7 @@ def to_html(data, analysis: dict, settings) -> bytes:
         "th{background:#eee}p.note{color:#555;font-size:.9em;overflow-wrap:anywhere}</style></head><body>",
         f"<h1>DST Judge report: {e(data.name)}</h1>",
     ]
-    for table in sections(data, analysis, settings):
+    for table in sections(data, view, settings):
         heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
         parts.append(f"<h2>{e(heading)}</h2>")
         if rows:
@@ -141,16 +143,17 @@ def to_html(data, analysis: dict, settings) -> bytes:
             parts += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
             parts.append("</table>")
         parts += [f'<p class="note">{e(p)}</p>' for p in paragraphs]
-        for alt, png in _charts(heading, analysis):
+        for alt, png in _charts(heading, view):
             data_uri = base64.b64encode(png).decode()
             parts.append(f'<img alt="{e(alt)}" width="640" src="data:image/png;base64,{data_uri}">')
     parts.append("</body></html>")
     return ("\n".join(parts) + "\n").encode()
 
 
-def to_markdown(data, analysis: dict, settings) -> bytes:
+def to_markdown(data, analysis: StudyAnalysis | dict, settings) -> bytes:
+    view = StudyAnalysis.of(analysis)
     lines = [f"# DST Judge report: {md_escape(data.name)}", ""]
-    for table in sections(data, analysis, settings):
+    for table in sections(data, view, settings):
         heading, header, rows, paragraphs = table.title, table.columns, table.rows, table.notes
         lines += [f"## {md_escape(heading)}", ""]
         if rows:
@@ -161,6 +164,6 @@ def to_markdown(data, analysis: dict, settings) -> bytes:
         lines += [md_escape(p) + "  " for p in paragraphs]
         if paragraphs:
             lines.append("")
-        for alt, png in _charts(heading, analysis):
+        for alt, png in _charts(heading, view):
             lines += [f"![{md_escape(alt)}](data:image/png;base64,{base64.b64encode(png).decode()})", ""]
     return "\n".join(lines).encode()

@@ -124,19 +124,25 @@ def votes_parquet(rows: list[dict]) -> bytes:
 def majority_csv(majority: dict, adjudications: dict | None = None) -> bytes:
     """Majority rows; ``final`` is the adjudicated label where an adjudicator gave one (``final_source``
     ``adjudicated``), else the majority (``majority``; empty when tied)."""
+    from metrics.results import majority_tables  # the statistics stack: not on the login path (exports.formats)
+
     adjudications = adjudications or {}
     rows = []
-    for question, table in majority.items():
-        for row in table["rows"]:
-            counts = {k[2:]: v for k, v in row.items() if k.startswith("n_") and k != "n_votes"}
-            adjudicated = adjudications.get((row["item"], row.get("condition") or "", question))
-            final, source = (adjudicated["value"], "adjudicated") if adjudicated else (row.get("majority"), "majority")
+    for question, table in majority_tables(majority).items():
+        for row in table.rows:
+            adjudicated = adjudications.get((row.item, row.condition, question))
+            final, source = (adjudicated["value"], "adjudicated") if adjudicated else (row.majority, "majority")
             rows.append(
                 {
-                    **{c: row[c] for c in MAJORITY_COLUMNS if c in row},
+                    "item": row.item,
+                    "condition": row.condition,
                     "question": question,
-                    "tie": int(row["tie"]),
-                    "counts": json.dumps(counts, ensure_ascii=False),
+                    "n_votes": row.n_votes,
+                    "majority": row.majority,
+                    "tie": int(row.tie),
+                    "soft": row.soft,
+                    "median": row.median,
+                    "counts": json.dumps(dict(row.counts), ensure_ascii=False),
                     "final": final,
                     "final_source": source if final is not None else "",
                 }
@@ -145,37 +151,51 @@ def majority_csv(majority: dict, adjudications: dict | None = None) -> bytes:
 
 
 def agreement_csv(agreement: dict) -> bytes:
+    from metrics.results import Agreement  # the statistics stack: not on the login path (exports.formats)
+
     rows = []
-    for question, report in agreement["questions"].items():
-        row = {key: report[key] for key in ("n_items", "n_annotators", "n_votes", "level")}
-        row["question"] = question
+    for question, report in Agreement.of(agreement).questions.items():
+        row = {
+            "question": question,
+            "n_items": report.n_items,
+            "n_annotators": report.n_annotators,
+            "n_votes": report.n_votes,
+            "level": report.level,
+        }
         for name in COEFFICIENTS:
-            ci = report["ci"].get(name) or (None, None)
-            row.update({name: report[name], f"{name}_low": ci[0], f"{name}_high": ci[1]})
-        row["notes"] = "; ".join(report["notes"])
+            ci = report.interval(name) or (None, None)
+            row.update({name: report.estimate(name), f"{name}_low": ci[0], f"{name}_high": ci[1]})
+        row["notes"] = "; ".join(report.notes)
         rows.append(row)
     return csv_bytes(rows, AGREEMENT_COLUMNS)
 
 
 def correlation_csv(correlation: dict) -> bytes:
-    from metrics.correlation import comparisons, human_ceiling_of  # the statistics stack: not on the login path (exports.formats)
+    from metrics.results import CorrelationReport  # the statistics stack: not on the login path (exports.formats)
 
+    view = CorrelationReport.of(correlation)
     rows = []
-    for row in correlation["metrics"]:
-        fisher = row["pearson_ci"] or (None, None)
-        boot = row["bootstrap_ci"] or (None, None)
+    for row in view.metrics:
+        fisher = row.pearson_ci or (None, None)
+        boot = row.bootstrap_ci or (None, None)
         rows.append(
             {
-                **row,
+                "metric": row.metric,
+                "n": row.n,
+                "pearson": row.pearson,
                 "pearson_low": fisher[0],
                 "pearson_high": fisher[1],
+                "p_value": row.p_value,
                 "bootstrap_low": boot[0],
                 "bootstrap_high": boot[1],
-                "signature": correlation["signature"],
+                "spearman": row.spearman,
+                "kendall": row.kendall,
+                "note": row.note,
+                "signature": view.signature,
                 "kind": "metric",
             }
         )
-    for w in comparisons(correlation):  # then one row per pair of metrics: the difference and its test
+    for w in view.williams:  # then one row per pair of metrics: the difference and its test
         diff_ci = w.diff_ci or (None, None)
         rows.append(
             {
@@ -191,25 +211,25 @@ def correlation_csv(correlation: dict) -> bytes:
                 "p_adjusted": w.p_adjusted,
                 "adjust": w.adjust or "none",
                 "n_needed": w.n_needed,
-                "signature": correlation["signature"],
+                "signature": view.signature,
             }
         )
-    ceiling = human_ceiling_of(correlation)
+    ceiling = view.human_ceiling
     if ceiling.r_max is not None or ceiling.note:
         ci = ceiling.ci or (None, None)
         rows.append(
             {
                 "kind": "ceiling",
                 "metric": "human_ceiling",
-                "n": correlation.get("n_dialogues"),
+                "n": view.n_dialogues,
                 "pearson": ceiling.r_max,
                 "pearson_low": ci[0],
                 "pearson_high": ci[1],
                 "note": ceiling.note or ceiling.method or None,
-                "signature": correlation["signature"],
+                "signature": view.signature,
             }
         )
-    rows += [{"kind": "note", "note": note, "signature": correlation["signature"]} for note in correlation.get("notes", [])]
+    rows += [{"kind": "note", "note": note, "signature": view.signature} for note in view.notes]
     return csv_bytes(rows, CORRELATION_COLUMNS)
 
 

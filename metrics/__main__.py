@@ -276,6 +276,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     from formats.tidy import read_votes
     from metrics.agreement import scale_answers
     from metrics.analysis import agreement_all
+    from metrics.results import Agreement
 
     table = read_votes(args.votes)
     gold = _read_gold(args.gold) if args.gold else None
@@ -290,11 +291,12 @@ def run_agreement(args: argparse.Namespace) -> int:
         weights=args.weights,
         categories=declared,
     )
+    view = Agreement.from_dict(result)
     return _emit(
         args,
         result,
-        lambda present: (present.agreement_table(result), present.annotator_table(result), present.cohen_table(result)),
-        lambda summary: summary.summarise_agreement(result),
+        lambda present: (present.agreement_table(view), present.annotator_table(view), present.cohen_table(view)),
+        lambda summary: summary.summarise_agreement(view),
     )
 
 
@@ -310,6 +312,7 @@ def _load_for_rating(args: argparse.Namespace) -> tuple[list[Dialogue], list[Vot
 def run_correlate(args: argparse.Namespace) -> int:
     from metrics.analysis import correlate_study
     from metrics.corpus import ScoreSettings, parse_lambdas
+    from metrics.results import CorrelationReport
 
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
@@ -328,12 +331,13 @@ def run_correlate(args: argparse.Namespace) -> int:
         reference=args.reference,
         fga_lambda=args.fga_lambda,
     )
+    view = CorrelationReport.from_dict(result)
     # the differences table too: the correlation table's notes speak of its Zou intervals and adjusted p
     return _emit(
         args,
         result,
-        lambda present: [present.correlation_table(result), present.williams_table(result)],
-        lambda summary: summary.summarise_correlation(result, condition=args.condition),
+        lambda present: [present.correlation_table(view), present.williams_table(view)],
+        lambda summary: summary.summarise_correlation(view, condition=args.condition),
     )
 
 
@@ -341,6 +345,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from metrics.analysis import calibrate_study
     from metrics.calibrate import parse_grid
     from metrics.corpus import ScoreSettings
+    from metrics.results import Calibration
 
     grid = parse_grid(args.grid)
     settings = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid), args.slots, args.rsa, args.normalise)
@@ -357,12 +362,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         resample=args.resample,
     )
+    view = Calibration.from_dict(result)
     if args.plot:
         from exports.charts import r_lambda_chart, save_chart
 
-        save_chart(r_lambda_chart(result), args.plot)
+        save_chart(r_lambda_chart(view), args.plot)
     return _emit(
-        args, result, lambda present: [present.calibration_table(result)], lambda summary: summary.summarise_calibration(result)
+        args, result, lambda present: [present.calibration_table(view)], lambda summary: summary.summarise_calibration(view)
     )
 
 
@@ -377,30 +383,33 @@ def _pilot(args: argparse.Namespace) -> dict[str, Any]:
     from metrics.analysis import correlate_study, select_votes
     from metrics.corpus import ScoreSettings, parse_lambdas
     from metrics.planning import harmonic_count
+    from metrics.results import CorrelationReport
 
     votes = select_votes(read_votes(args.pilot, default_question="rating"), args.question, args.condition)
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
     lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA and lam is not None) or "1")
     result = correlate_study(load_dialogues(args.paths, args.fmt), votes, ScoreSettings(lambdas, labels), resamples=0)
-    rows = {row["metric"]: row for row in result["metrics"]}
+    view = CorrelationReport.from_dict(result)
+    rows = {row.metric: row for row in view.metrics}
     for name in (args.metric_a, args.metric_b):
-        if rows.get(name, {}).get("pearson") is None:
+        found = rows.get(name)
+        if found is None or found.pearson is None:
             raise ValueError(f"{args.pilot}: no correlation for metric {name!r} (metrics: {', '.join(rows)})")
-    per = result["per_dialogue"]
+    per = view.per_dialogue
     a, b = args.metric_a, args.metric_b
-    pairs = np.array([(d[a], d[b]) for d in per if d[a] is not None and d[b] is not None])
+    pairs = np.array([(d.values[a], d.values[b]) for d in per if d.values[a] is not None and d.values[b] is not None])
     return {
         "ratings": args.pilot,
         "metric_a": args.metric_a,
         "metric_b": args.metric_b,
-        "n_dialogues": result["n_dialogues"],
-        "r_a": rows[args.metric_a]["pearson"],
-        "r_b": rows[args.metric_b]["pearson"],
+        "n_dialogues": view.n_dialogues,
+        "r_a": rows[args.metric_a].pearson,
+        "r_b": rows[args.metric_b].pearson,
         "r_ab": float(np.corrcoef(pairs.T)[0, 1]),
-        "icc_single": result["human_ceiling"].get("reliability_single"),
+        "icc_single": view.human_ceiling.reliability_single,
         # ratings per dialogue behind r_a and r_b: the harmonic mean of the counts (each dialogue's mean has
         # reliability R(k_d); their average is Spearman-Brown at the harmonic mean, as the human ceiling)
-        "k": harmonic_count(Counter(v.item for v in votes if v.item in {d["id"] for d in per if d["rating"] is not None})),
+        "k": harmonic_count(Counter(v.item for v in votes if v.item in {d.id for d in per if d.rating is not None})),
     }
 
 
@@ -409,6 +418,7 @@ def run_systems(args: argparse.Namespace) -> int:
     from formats.tidy import read_votes
     from metrics.analysis import select_votes, system_level
     from metrics.corpus import ScoreSettings, parse_lambdas
+    from metrics.results import SystemLevel
 
     groups = {}
     for spec in args.system:
@@ -420,13 +430,15 @@ def run_systems(args: argparse.Namespace) -> int:
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels)
     result = {"signature": str(settings.as_signature(analysis_unit="system")), **system_level(groups, votes, settings)}
-    return _emit(args, result, lambda present: [present.system_table(result)])
+    view = SystemLevel.from_dict(result)
+    return _emit(args, result, lambda present: [present.system_table(view)])
 
 
 def run_judge(args: argparse.Namespace) -> int:
     from formats.tidy import read_votes
     from metrics.analysis import choose_question
     from metrics.judges import judge_report
+    from metrics.results import JudgeReport
     from metrics.signature import Signature
 
     human = read_votes(args.human)
@@ -435,7 +447,8 @@ def run_judge(args: argparse.Namespace) -> int:
     result = judge_report(human, judges, question, resamples=args.bootstrap, seed=args.seed)
     signature = Signature(judge="majority-ties-out", resamples=args.bootstrap, seed=args.seed)
     result = {"signature": str(signature), **result}
-    return _emit(args, result, lambda present: [present.judge_table(result)])
+    view = JudgeReport.from_dict(result)
+    return _emit(args, result, lambda present: [present.judge_table(view)])
 
 
 def run_plan(args: argparse.Namespace) -> int:

@@ -19,9 +19,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metrics.correlation import NOT_COMPARED, HumanCeiling, comparisons, human_ceiling_of, metric_rows
+from metrics.correlation import NOT_COMPARED, HumanCeiling
 from metrics.correlation.results import ADJUSTMENTS_STORED
 from metrics.registry import FGA, JGA
+from metrics.results import (
+    Agreement,
+    Calibration,
+    CocoRow,
+    ComparisonFamily,
+    CorrectedSummary,
+    CorrelationReport,
+    DesignedDraw,
+    DesignSummary,
+    JudgeReport,
+    MajorityRow,
+    MajorityTable,
+    ModelLabelReport,
+    StudyAnalysis,
+    SystemLevel,
+    majority_tables,
+    model_label_reports,
+)
 
 COEFFICIENTS = (
     ("percent_agreement", "% agreement"),
@@ -81,7 +99,7 @@ AGREEMENT_COLUMNS = (
 )
 
 
-def agreement_table(agreement: dict[str, Any]) -> Table:
+def agreement_table(agreement: Agreement | Mapping[str, Any]) -> Table:
     """One row per question and coefficient (issue 27, item 5): the counts it rests on, the estimate and
     its 95% CI over items.  Long, not wide: the table keeps its 8 columns whatever the number of
     questions and coefficients, so it fits the page (the wide layout, a column pair per coefficient, was
@@ -96,22 +114,23 @@ def agreement_table(agreement: dict[str, Any]) -> Table:
     >>> [row[5:] for row in table.rows if row[5] == "Gwet's AC1"]
     [["Gwet's AC1", '—', '—']]
     """
-    weighted = any("gwet_ac2" in report for report in agreement["questions"].values())
+    view = Agreement.of(agreement)
+    weighted = any(report.has_ac2 for report in view.questions.values())
     coefficients = [*COEFFICIENTS, *((("gwet_ac2", "Gwet's AC2"),) if weighted else ())]
     rows, notes = [], []
-    for question, report in agreement["questions"].items():
-        counts = [question, report["n_items"], report["n_annotators"], report["n_votes"], report["level"]]
+    for question, report in view.questions.items():
+        counts = [question, report.n_items, report.n_annotators, report.n_votes, report.level]
         for key, label in coefficients:
-            rows.append([*counts, label, number(report.get(key)), interval(report["ci"].get(key))])
-        notes += [f"{question}: {note}" for note in report["notes"]]
-    first = next(iter(agreement["questions"].values()), None)
-    if first and "labels" in first:
-        notes.append("What each coefficient used: " + "; ".join(f"{k}: {v}" for k, v in first["labels"].items()))
-    notes += list(agreement.get("notes", []))
-    return Table("Agreement", AGREEMENT_COLUMNS, rows, [*notes, f"signature: {agreement['signature']}"])
+            rows.append([*counts, label, number(report.estimate(key)), interval(report.interval(key))])
+        notes += [f"{question}: {note}" for note in report.notes]
+    first = next(iter(view.questions.values()), None)
+    if first is not None and first.labels:
+        notes.append("What each coefficient used: " + "; ".join(f"{k}: {v}" for k, v in first.labels.items()))
+    notes += list(view.notes)
+    return Table("Agreement", AGREEMENT_COLUMNS, rows, [*notes, f"signature: {view.signature}"])
 
 
-def annotator_table(agreement: dict[str, Any]) -> Table:
+def annotator_table(agreement: Agreement | Mapping[str, Any]) -> Table:
     """Each annotator against the majority of the others (and on gold items, when the study has any: the
     two gold columns are left out otherwise, so the table fits the page), per question.
 
@@ -121,17 +140,18 @@ def annotator_table(agreement: dict[str, Any]) -> Table:
     >>> table.columns[-1], table.rows
     ("Cohen's κ with the others", [['q', 'a', 10, 9, '0.800', '0.550']])
     """
-    rows = [(question, row) for question, report in agreement["questions"].items() for row in report["annotators"]]
-    gold = any(row.get("n_gold") for _, row in rows)
+    view = Agreement.of(agreement)
+    rows = [(question, row) for question, report in view.questions.items() for row in report.annotators]
+    gold = any(row.n_gold for _, row in rows)
     body = [
         [
             question,
-            row["annotator"],
-            row["n_votes"],
-            row["n_compared"],
-            number(row["agree_with_others"]),
-            number(row["kappa_with_others"]),
-            *([number(row["gold_accuracy"]), row["n_gold"]] if gold else []),
+            row.annotator,
+            row.n_votes,
+            row.n_compared,
+            number(row.agree_with_others),
+            number(row.kappa_with_others),
+            *([number(row.gold_accuracy), row.n_gold] if gold else []),
         ]
         for question, row in rows
     ]
@@ -147,29 +167,29 @@ def annotator_table(agreement: dict[str, Any]) -> Table:
     return Table("Per annotator", columns, body)
 
 
-def cohen_table(agreement: dict[str, Any]) -> Table:
+def cohen_table(agreement: Agreement | Mapping[str, Any]) -> Table:
     rows = [
-        [question, pair["a"], pair["b"], pair["n"], number(pair["kappa"]), pair.get("note", "")]
-        for question, report in agreement["questions"].items()
-        for pair in report["cohen_kappa_pairwise"]
+        [question, pair.a, pair.b, pair.n, number(pair.kappa), pair.note if pair.note is not None else ""]
+        for question, report in Agreement.of(agreement).questions.items()
+        for pair in report.cohen_kappa_pairwise
     ]
     columns = ("question", "annotator A", "annotator B", "items both judged", "Cohen's κ", "note")
     return Table("Pairwise Cohen's kappa", columns, rows)
 
 
-def coco_table(rows: list[dict[str, Any]]) -> Table:
+def coco_table(rows: Sequence[CocoRow | Mapping[str, Any]]) -> Table:
     """The CoCo paper's Table 3 layout."""
     body = [
         [
-            r["condition"],
-            number(r["human_like_pct"], 1),
-            number(r["correct_pct"], 1),
-            f"{r['human_like_n']} / {r['correct_n']}",
-            f"{r['human_like_ties']} / {r['correct_ties']}",
-            number(r["human_like_alpha"]),
-            number(r["correct_alpha"]),
+            r.condition,
+            number(r.human_like_pct, 1),
+            number(r.correct_pct, 1),
+            f"{r.human_like_n} / {r.correct_n}",
+            f"{r.human_like_ties} / {r.correct_ties}",
+            number(r.human_like_alpha),
+            number(r.correct_alpha),
         ]
-        for r in rows
+        for r in (CocoRow.of(row) for row in rows)
     ]
     columns = ("condition", "human-like %", "correct %", "items (human-like / correct)", "ties", "α human-like", "α correct")
     return Table(
@@ -180,19 +200,19 @@ def coco_table(rows: list[dict[str, Any]]) -> Table:
     )
 
 
-def majority_summary(majority: dict[str, Any], tie: str) -> Table:
+def majority_summary(majority: Mapping[str, MajorityTable | Mapping[str, Any]], tie: str) -> Table:
     """Per question: how many items got each majority label, and the ties."""
     rows = []
-    for question, table in majority.items():
+    for question, table in majority_tables(majority).items():
         labels: dict[str, int] = {}
-        for row in table["rows"]:
-            label = "no majority" if row["majority"] is None else str(row["majority"])
+        for row in table.rows:
+            label = "no majority" if row.majority is None else str(row.majority)
             labels[label] = labels.get(label, 0) + 1
-        rows.append([question, ", ".join(f"{k}: {v}" for k, v in sorted(labels.items())), table["n_ties"]])
+        rows.append([question, ", ".join(f"{k}: {v}" for k, v in sorted(labels.items())), table.n_ties])
     return Table("Majority labels", ("question", "items per majority label", "ties"), rows, [f"Tie policy: {tie}."])
 
 
-def majority_item_table(rows: list[dict[str, Any]], question: str) -> Table:
+def majority_item_table(rows: Sequence[MajorityRow | Mapping[str, Any]], question: str) -> Table:
     """One question's items (``majority[question]["rows"]``): their votes, majority label, tie, the mean
     vote (for a 0/1 question the share of 1 votes) and the median, to 3 decimals, and the votes each
     answer got; the columns in words (issue 27, item 5).
@@ -202,8 +222,9 @@ def majority_item_table(rows: list[dict[str, Any]], question: str) -> Table:
     >>> table.columns[-2:], table.rows
     (('votes for 0', 'votes for 1'), [['d1', 3, '1', 'no', '0.667', '1.000', 1, 2]])
     """
-    answers = list(dict.fromkeys(k[2:] for row in rows for k in row if k.startswith("n_") and k != "n_votes"))
-    conditions = any(row.get("condition") for row in rows)
+    typed = [MajorityRow.of(row) for row in rows]
+    answers = list(dict.fromkeys(answer for row in typed for answer in row.counts))
+    conditions = any(row.condition for row in typed)
     columns = [
         "item",
         *(["condition"] if conditions else []),
@@ -216,16 +237,16 @@ def majority_item_table(rows: list[dict[str, Any]], question: str) -> Table:
     ]
     body = [
         [
-            row["item"],
-            *([row.get("condition") or ""] if conditions else []),
-            row["n_votes"],
-            "no majority" if row["majority"] is None else str(row["majority"]),
-            "yes" if row.get("tie") else "no",
-            number(row.get("soft")),
-            number(row.get("median")),
-            *(row.get(f"n_{answer}", 0) for answer in answers),
+            row.item,
+            *([row.condition] if conditions else []),
+            row.n_votes,
+            "no majority" if row.majority is None else str(row.majority),
+            "yes" if row.tie else "no",
+            number(row.soft),
+            number(row.median),
+            *(row.counts.get(answer, 0) for answer in answers),
         ]
-        for row in rows
+        for row in typed
     ]
     return Table(f"Items of {question}", tuple(columns), body)
 
@@ -245,25 +266,26 @@ def ceiling_text(ceiling: HumanCeiling | Mapping[str, Any]) -> str:
     )
 
 
-def correlation_table(correlation: dict[str, Any], condition: str | None = None) -> Table:
+def correlation_table(correlation: CorrelationReport | Mapping[str, Any], condition: str | None = None) -> Table:
+    view = CorrelationReport.of(correlation)
     rows = [
         [r.metric, number(r.pearson), interval(r.pearson_ci), p_value(r.p_value), interval(r.bootstrap_ci)]
         + [number(r.spearman), number(r.kendall)]
-        for r in metric_rows(correlation)
+        for r in view.metrics
     ]
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
-        f"{system}{rating_line(correlation)}",
-        ceiling_text(human_ceiling_of(correlation)),
-        *(note for note in correlation["notes"] if not note.startswith(NOT_COMPARED)),  # those: under the differences
-        f"signature: {correlation['signature']}",
+        f"{system}{rating_line(view)}",
+        ceiling_text(view.human_ceiling),
+        *(note for note in view.notes if not note.startswith(NOT_COMPARED)),  # those: under the differences
+        f"signature: {view.signature}",
     ]
     columns = (
         "metric",
         "Pearson r",
-        fisher_header(correlation),
+        fisher_header(view),
         "p (Pearson r = 0)",
-        bootstrap_header(correlation),
+        bootstrap_header(view),
         "Spearman ρ",
         "Kendall τ",
     )
@@ -277,30 +299,34 @@ RATING_WORDS = {
 }
 
 
-def rating_line(result: dict[str, Any]) -> str:
+def rating_line(result: CorrelationReport | Calibration | Mapping[str, Any]) -> str:
     """What the correlations were computed on: dialogues, the votes (when the result counts them: a mean
     rating of 4 votes is one observation, not 4 ratings) and the observations the rating mode makes of them.
 
     >>> rating_line({"n_dialogues": 100, "n_votes": 423, "n_ratings": 100, "rating": "mean"})
     "100 dialogues, 423 votes; rating (mean): the mean of each dialogue's votes, 100 observations."
     """
-    votes = f", {result['n_votes']} votes" if result.get("n_votes") is not None else ""
-    mode, observations = result["rating"], result["n_ratings"]
-    return (
-        f"{result['n_dialogues']} dialogues{votes}; rating ({mode}): {RATING_WORDS.get(mode, mode)}, {observations} observations."
-    )
+    view = _rated(result)
+    votes = f", {view.n_votes} votes" if view.n_votes is not None else ""
+    mode, observations = view.rating, view.n_ratings
+    return f"{view.n_dialogues} dialogues{votes}; rating ({mode}): {RATING_WORDS.get(mode, mode)}, {observations} observations."
 
 
-def bootstrap_header(result: dict[str, Any]) -> str:
-    """The percentile bootstrap interval's header, naming the unit of resampling (``result["bootstrap"]``)."""
-    unit = (result.get("bootstrap") or {}).get("resample", "dialogues")
+def _rated(result: CorrelationReport | Calibration | Mapping[str, Any]) -> CorrelationReport | Calibration:
+    """A correlation's or a calibration's view (a dict is read as a correlation: both have its counts)."""
+    return result if isinstance(result, (CorrelationReport, Calibration)) else CorrelationReport.from_dict(result)
+
+
+def bootstrap_header(result: CorrelationReport | Calibration | Mapping[str, Any]) -> str:
+    """The percentile bootstrap interval's header, naming the unit of resampling (the result's ``bootstrap``)."""
+    unit = _rated(result).bootstrap.resample
     return f"95% CI (bootstrap over {unit.replace('+', ' and ')})"
 
 
-def fisher_header(correlation: dict[str, Any]) -> str:
+def fisher_header(correlation: CorrelationReport | Mapping[str, Any]) -> str:
     """The Fisher-z interval's header: n = dialogues in every rating mode; in pairs mode with a bootstrap its
     standard error comes from the bootstrap over dialogues (each row's ``ci_method``)."""
-    methods = {r.ci_method or "" for r in metric_rows(correlation) if r.pearson_ci}
+    methods = {r.ci_method or "" for r in CorrelationReport.of(correlation).metrics if r.pearson_ci}
     if methods and {m.split(":")[0] for m in methods} == {"jackknife_t"}:  # the default since issue 26 (1)
         unit = "dialogues and annotators" if any("annotators)" in m for m in methods) else "dialogues"
         return f"95% CI (jackknife over {unit}, Fisher z, t)"
@@ -312,9 +338,10 @@ def fisher_header(correlation: dict[str, Any]) -> str:
     return "95% CI (Fisher z, n = dialogues)"
 
 
-def williams_table(correlation: dict[str, Any]) -> Table:
+def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:
     """Every pair of metrics: r_A − r_B with Zou's 95% interval, Williams' t and p, the adjusted p."""
-    entries = comparisons(correlation)
+    view = CorrelationReport.of(correlation)
+    entries = view.williams
     rows = [
         [w.a, w.b, str(w.n), number(w.diff), interval(w.diff_ci), number(w.t, 2), p_value(w.p_value)]
         + [p_value(w.p_adjusted) if w.adjust else "—", "—" if w.n_needed is None else str(w.n_needed)]
@@ -322,11 +349,11 @@ def williams_table(correlation: dict[str, Any]) -> Table:
     ]
     adjust = next((w.adjust for w in entries if w.adjust), None)
     label = {"holm": "p (Holm)", "bonferroni": "p (Bonferroni)", "bh": "p (BH)"}.get(adjust or "", "p adjusted")
-    family = correlation.get("comparisons") or {}
-    level = family.get("interval_confidence", 0.95)
-    planned = family.get("planning_alpha", 0.05)
+    family = view.comparisons
+    level = family.interval_confidence if family else 0.95
+    planned = family.planning_alpha if family else 0.05
     notes = [
-        f"Family: {family['text']}." if family else None,
+        f"Family: {family.text}." if family else None,
         f"Difference r_A − r_B of each metric's correlation with the human rating; {100 * level:.3g}% interval by Zou's "
         "(2007) method for overlapping dependent correlations, built from each r's jackknife-t interval over dialogues; "
         "p: that interval's own test (the level at which it touches 0), so the interval and the adjusted p agree; "
@@ -334,65 +361,63 @@ def williams_table(correlation: dict[str, Any]) -> Table:
         f"study needs to detect the observed difference with Williams' test at the family's level α = {planned:.3g} "
         "(the study designer's planner).",
         *(f"{w.a} vs {w.b}: {w.note}" for w in entries if w.note),
-        *(note for note in correlation.get("notes", []) if note.startswith(NOT_COMPARED)),
+        *(note for note in view.notes if note.startswith(NOT_COMPARED)),
     ]
     header = f"{100 * level:.3g}% {_interval_adjustment(family)}CI (Zou, jackknife over dialogues)"
     columns = ("metric A", "metric B", "n", "r_A − r_B", header, "Williams t", "p", label, "n for 80% power")
-    title = f"Differences from {family['reference']}" if family.get("family") == "reference" else "Differences between metrics"
+    title = f"Differences from {family.reference}" if family and family.family == "reference" else "Differences between metrics"
     return Table(title, columns, rows, [n for n in notes if n])
 
 
-def _interval_adjustment(family: dict[str, Any]) -> str:
+def _interval_adjustment(family: ComparisonFamily | None) -> str:
     """How the differences' intervals were adjusted, one word before "CI" in their header (the family note
     names the method in full: Bonferroni for Holm and Bonferroni): short, so the table fits the page (issue 27)."""
     return {
         "holm": "simultaneous ",
         "bonferroni": "simultaneous ",
         "bh": "FCR-adjusted ",
-    }.get(family.get("adjust", "none"), "")
+    }.get((family.adjust if family else None) or "none", "")
 
 
-def system_table(system: dict[str, Any]) -> Table:
+def system_table(system: SystemLevel | Mapping[str, Any]) -> Table:
     """Systems as the unit: each metric's per-system mean against the per-system mean rating."""
-    rows = [
-        [m["metric"], str(m["n"]), number(m["pearson"]), interval(m["pearson_ci"]), number(m["spearman"])]
-        for m in system["metrics"]
-    ]
-    listing = "; ".join(
-        f"{s['system']}: rating {number(s['rating'])} over {s['n_dialogues']} dialogues" for s in system["systems"]
-    )
-    notes = [n for n in (system.get("note"), f"Systems: {listing}." if listing else None) if n]
+    view = SystemLevel.of(system)
+    rows = [[m.metric, str(m.n), number(m.pearson), interval(m.pearson_ci), number(m.spearman)] for m in view.metrics]
+    listing = "; ".join(f"{s.system}: rating {number(s.rating)} over {s.n_dialogues} dialogues" for s in view.systems)
+    notes = [n for n in (view.note, f"Systems: {listing}." if listing else None) if n]
     columns = ("metric", "n systems", "Pearson r", "95% CI (Fisher z, n = systems)", "Spearman")
     return Table("System level: systems as the unit", columns, rows, notes)
 
 
-def judge_table(report: dict[str, Any]) -> Table:
+def judge_table(report: JudgeReport | Mapping[str, Any]) -> Table:
     """Each automatic judge against the human majority."""
+    view = JudgeReport.of(report)
     rows = [
         [
-            j["judge"],
-            str(j["n"]),
-            number(j["accuracy"]),
-            number(j["cohen_kappa"]),
-            interval(j["kappa_ci"]),
-            "; ".join(f"{h}→{k}: {c}" for h, row in j["confusion"].items() for k, c in row.items() if c),
+            j.judge,
+            str(j.n),
+            number(j.accuracy),
+            number(j.cohen_kappa),
+            interval(j.kappa_ci),
+            "; ".join(f"{h}→{k}: {c}" for h, row in j.confusion.items() for k, c in row.items() if c),
         ]
-        for j in report["judges"]
+        for j in view.judges
     ]
     notes = [
-        f"Question {report['question']}: {report['n_items_with_majority']} items with a human majority.",
-        *report["notes"],
-        report["method"],
+        f"Question {view.question}: {view.n_items_with_majority} items with a human majority.",
+        *view.notes,
+        view.method,
     ]
     columns = ("judge", "n", "accuracy", "Cohen's κ", "95% CI (bootstrap over items)", "confusion (human→judge: items)")
     return Table("Automatic judges against the human majority", columns, rows, notes)
 
 
-def planning_line(correlation: dict[str, Any], baseline: str = JGA.name) -> str | None:
+def planning_line(correlation: CorrelationReport | Mapping[str, Any], baseline: str = JGA.name) -> str | None:
     """How many dialogues the observed difference between the best metric and ``baseline`` needs."""
-    rows = [r for r in metric_rows(correlation) if r.pearson is not None and r.metric != baseline]
+    view = CorrelationReport.of(correlation)
+    rows = [r for r in view.metrics if r.pearson is not None and r.metric != baseline]
     best = max(rows, key=lambda r: r.pearson or 0.0, default=None)
-    pair = next((w for w in comparisons(correlation) if best and {w.a, w.b} == {best.metric, baseline}), None)
+    pair = next((w for w in view.williams if best and {w.a, w.b} == {best.metric, baseline}), None)
     if pair is None:
         return None
     have = f"this study has {pair.n}"
@@ -404,169 +429,158 @@ def planning_line(correlation: dict[str, Any], baseline: str = JGA.name) -> str 
     )
 
 
-def calibration_table(calibration: dict[str, Any]) -> Table:
-    k = calibration
+def calibration_table(calibration: Calibration | Mapping[str, Any]) -> Table:
+    k = Calibration.of(calibration)
     rows = [
-        ["best λ", number(k["best_lambda"]), interval(k["ci_lambda"])],
-        ["r at best λ", number(k["r_best"]), interval(k["ci_r"])],
-        [f"r at λ = 0 ({JGA.label})", number(k["r_jga"]), ""],
-        ["r at λ = ∞ (turn match)", number(k["r_turn"]), ""],
-        ["cross-validated r", number(k["cv_r"]), f"{len(k['cv_folds'])} folds"],
-        ["bootstrap refits at a grid bound", number(k["at_bound"]), ""],
+        ["best λ", number(k.best_lambda), interval(k.ci_lambda)],
+        ["r at best λ", number(k.r_best), interval(k.ci_r)],
+        [f"r at λ = 0 ({JGA.label})", number(k.r_jga), ""],
+        ["r at λ = ∞ (turn match)", number(k.r_turn), ""],
+        ["cross-validated r", number(k.cv_r), f"{len(k.cv_folds)} folds"],
+        ["bootstrap refits at a grid bound", number(k.at_bound), ""],
     ]
-    notes = [rating_line(k), *k["notes"], f"signature: {k['signature']}"]
+    notes = [rating_line(k), *k.notes, f"signature: {k.signature}"]
     return Table("λ calibration for FGA", ("", "value", bootstrap_header(k)), rows, notes)
 
 
-def design_table(design: dict[str, Any]) -> Table:
+def design_table(design: DesignSummary | Mapping[str, Any]) -> Table:
     """How the study spent its judgements; under the adaptive design, every correlation, difference and
     λ* weighted by 1/π (``metrics.adaptive.design_report``)."""
-    if design.get("design") == "designed":
-        return _designed_table(design)
-    if design.get("design") != "adaptive":
+    view = DesignSummary.of(design)
+    if view.design == "designed":
+        return _designed_table(view)
+    if view.design != "adaptive":
         return Table(
             "Design",
             (),
             [],
             ["uniform: every item was offered to k annotators; the estimates below are the ordinary (unweighted) ones"],
         )
-    allocation = design.get("allocation") or {}
-    chosen = ", ".join(f"{k} {v}" for k, v in allocation.items() if v is not None)
+    allocation = view.allocation
+    chosen = ", ".join(f"{k} {v}" for k, v in allocation.stored if v is not None)
     notes = [
         f"adaptive ({chosen}): dialogues were drawn with known probabilities π from the metrics, before any "
         "vote; each judged dialogue is weighted by 1/π (Hájek), so these estimates hold for the whole pool, "
         "while the unweighted tables below describe the judged dialogues only"
     ]
-    if "note" in design:
-        return Table("Design: adaptive", (), [], [*notes, design["note"]])
-    rows = [["r " + m["metric"], number(m["pearson"]), interval(m["bootstrap_ci"]), "", ""] for m in design["metrics"]]
-    key = next((f"p_{a}" for a in ADJUSTMENTS_STORED if any(f"p_{a}" in d for d in design["differences"])), None)
+    if view.note is not None:
+        return Table("Design: adaptive", (), [], [*notes, view.note])
+    rows = [["r " + m.metric, number(m.pearson), interval(m.bootstrap_ci), "", ""] for m in view.metrics]
+    adjust = next((a for a in ADJUSTMENTS_STORED if any(d.adjust == a for d in view.differences)), None)
     # The row that answers the study's question leads, named so (the design was chosen for it).
-    question = allocation.get("question", "fga_vs_jga")
-    fga = FGA.key(f"{float(allocation.get('lambda', 0.5)):g}")
+    question = allocation.question or "fga_vs_jga"
+    fga = FGA.key(f"{float(allocation.lam if allocation.lam is not None else 0.5):g}")
     first = []
-    for d in design["differences"]:
-        if question == "fga_vs_jga" and {d["a"], d["b"]} == {fga, JGA.name}:
-            flip = -1 if d["a"] == JGA.name else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
-            low_high = None if not d["diff_ci"] else sorted(flip * v for v in d["diff_ci"])
+    for d in view.differences:
+        adjusted = p_value(d.p_adjusted if d.adjust == adjust else None) if adjust else "—"
+        if question == "fga_vs_jga" and {d.a, d.b} == {fga, JGA.name}:
+            flip = -1 if d.a == JGA.name else 1  # said as r(FGA) - r(JGA), whichever order it was computed in
+            low_high = None if not d.diff_ci else sorted(flip * v for v in d.diff_ci)
             first.append(
                 [
                     f"question: r {fga} - r {JGA.name}",
-                    number(flip * d["diff"]),
+                    number(None if d.diff is None else flip * d.diff),
                     interval(low_high),
-                    p_value(d["p_value"]),
-                    p_value(d.get(key)) if key else "—",
+                    p_value(d.p_value),
+                    adjusted,
                 ]
             )
             continue
-        rows.append(
-            [
-                f"r {d['a']} - r {d['b']}",
-                number(d["diff"]),
-                interval(d["diff_ci"]),
-                p_value(d["p_value"]),
-                p_value(d.get(key)) if key else "—",
-            ]
-        )
-    if design.get("lambda"):
-        found = design["lambda"]
-        row = [("question: " if question == "lambda" else "") + "λ*", number(found["lambda_star"]), interval(found["ci"]), "", ""]
+        rows.append([f"r {d.a} - r {d.b}", number(d.diff), interval(d.diff_ci), p_value(d.p_value), adjusted])
+    if view.lam is not None:
+        found = view.lam
+        row = [("question: " if question == "lambda" else "") + "λ*", number(found.lambda_star), interval(found.ci), "", ""]
         (first if question == "lambda" else rows).append(row)
     rows = first + rows
-    notes.append(f"{design['n_judged']} dialogues judged, effective n {design['n_effective']}; {design['method']}")
-    notes += design.get("notes", [])  # metrics the design's estimates leave out, and why
-    family = design.get("comparisons") or {}
+    notes.append(f"{view.n_judged} dialogues judged, effective n {view.n_effective}; {view.method}")
+    notes += view.notes  # metrics the design's estimates leave out, and why
+    family = view.comparisons
     if family:
-        notes.append(f"Differences: {family['text']}; r and λ*: 95%, percentile bootstrap over the judged dialogues.")
-    level = f"{100 * family.get('interval_confidence', 0.95):.3g}%"
+        notes.append(f"Differences: {family.text}; r and λ*: 95%, percentile bootstrap over the judged dialogues.")
+    level = f"{100 * (family.interval_confidence if family else 0.95):.3g}%"
     for row in rows:  # r and λ*: 95%; a difference: at its family's level
         row.insert(3, level if " - r " in row[0] else "95%")
     columns = ("estimate", "value", "CI (bootstrap over dialogues)", "level", "p", "p adjusted")
     return Table("Design: adaptive (estimates for the pool)", columns, rows, notes)
 
 
-def _designed_table(design: dict[str, Any]) -> Table:
+def _designed_table(design: DesignSummary) -> Table:
     """A designer's design (issue 29): the k-independent target, each metric's correlation with the
     expected rating corrected for the ratings' reliability, the question's difference first."""
-    corrected = design.get("corrected") or {}
-    allocation = design.get("allocation") or {}
-    chosen = allocation.get("design") or {}
-    by_lambda = chosen.get("weighting") == "lambda"
-    drawn = (
-        f"{chosen.get('drawn')} dialogues drawn with π by their λ scores (weighted 1/π)"
-        if by_lambda
-        else f"{chosen.get('n')} dialogues"
-    )
+    corrected = design.corrected or CorrectedSummary()
+    allocation = design.allocation
+    chosen = allocation.design or DesignedDraw()
+    by_lambda = chosen.weighting == "lambda"
+    drawn = f"{chosen.drawn} dialogues drawn with π by their λ scores (weighted 1/π)" if by_lambda else f"{chosen.n} dialogues"
     notes = [
-        f"designed: {drawn}, a random {chosen.get('m')} of them with {chosen.get('k_overlap')} votes, "
+        f"designed: {drawn}, a random {chosen.m} of them with {chosen.k_overlap} votes, "
         "the others 1 (k and the dialogues chosen together, before any vote)"
     ]
-    if corrected.get("target"):
-        notes.append(corrected["target"])
-    found = design.get("lambda") if allocation.get("question") == "lambda" else None
+    if corrected.target:
+        notes.append(corrected.target)
+    found = design.lam if allocation.question == "lambda" else None
     lambda_row = None
-    if found and found.get("lambda_star") is not None:
+    if found and found.lambda_star is not None:
         lambda_row = [
             "question: λ* (1/π-weighted, for the pool; CI: percentile bootstrap over dialogues)",
-            number(found["lambda_star"]),
-            interval(found["ci"]),
+            number(found.lambda_star),
+            interval(found.ci),
         ]
         notes.append("λ*: the weighted argmax of r(FGA_λ, mean rating), refined between grid points; no correction moves it")
-    if "note" in corrected or not corrected.get("metrics"):
+    if corrected.note is not None or not corrected.metrics:
         columns = ("estimate", "value", "95% CI") if lambda_row else ()
         return Table(
             "Design: designed",
             columns,
             [lambda_row] if lambda_row else [],
-            [*notes, corrected.get("note", "no corrected estimates yet")],
+            [*notes, corrected.note if corrected.note is not None else "no corrected estimates yet"],
         )
-    rows = [[f"ρ {m['metric']}", number(m["estimate"]), interval(m["ci"])] for m in corrected["metrics"]]
-    difference = corrected.get("difference")
+    rows = [[f"ρ {m.metric}", number(m.estimate), interval(m.ci)] for m in corrected.metrics]
+    difference = corrected.difference
     if difference:
         label = "" if lambda_row else "question: "
-        rows.insert(
-            0,
-            [f"{label}ρ {difference['a']} - ρ {difference['b']}", number(difference["estimate"]), interval(difference["ci"])],
-        )
+        rows.insert(0, [f"{label}ρ {difference.a} - ρ {difference.b}", number(difference.estimate), interval(difference.ci)])
     if lambda_row:
         rows.insert(0, lambda_row)
     notes.append(
-        f"{corrected.get('n_dialogues')} dialogues, {corrected.get('n_overlap')} with two or more votes; single-rating "
-        f"ICC {number(corrected.get('icc'))}, reliability of the dialogue means {number(corrected.get('reliability'))}"
+        f"{corrected.n_dialogues} dialogues, {corrected.n_overlap} with two or more votes; single-rating "
+        f"ICC {number(corrected.icc)}, reliability of the dialogue means {number(corrected.reliability)}"
     )
-    notes += corrected.get("notes", [])
+    notes += corrected.notes
     columns = ("estimate", "corrected", "95% CI (jackknife over dialogues)")
     return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
 
 
-def kind_tables(analysis: dict[str, Any]) -> list[Table]:
+def kind_tables(analysis: StudyAnalysis | Mapping[str, Any]) -> list[Table]:
     """The tables of what a task kind added to the analysis (CoCo: % human-like and % correct per
     condition); none for the others."""
-    return [coco_table(analysis["coco"])] if "coco" in analysis else []
+    view = StudyAnalysis.of(analysis)
+    return [coco_table(view.coco)] if view.coco is not None else []
 
 
-def analysis_tables(analysis: dict[str, Any], tie: str) -> list[Table]:
+def analysis_tables(analysis: StudyAnalysis | Mapping[str, Any], tie: str) -> list[Table]:
     """Every table of a study's analysis, in reading order."""
-    if "agreement" not in analysis:
+    view = StudyAnalysis.of(analysis)
+    if view.agreement is None:
         return [Table("Results", (), [], ["No votes yet."])]
-    tables = [design_table(analysis.get("design") or {"design": "uniform"}), agreement_table(analysis["agreement"])]
-    tables += kind_tables(analysis)
-    tables.append(majority_summary(analysis["majority"], tie))
-    if analysis.get("model_labels"):  # Dawid-Skene beside the majority (metrics.crowd)
-        tables += model_label_table(analysis["model_labels"])
-    if "correlation" in analysis:
-        tables.append(correlation_table(analysis["correlation"], analysis.get("condition")))
-        tables.append(williams_table(analysis["correlation"]))
-    if "system_level" in analysis:
-        tables.append(system_table(analysis["system_level"]))
-    elif "correlation_note" in analysis:
-        tables.append(Table("Metrics against human ratings", (), [], [analysis["correlation_note"]]))
-    if "calibration" in analysis:
-        tables.append(calibration_table(analysis["calibration"]))
+    tables = [design_table(view.design), agreement_table(view.agreement)]
+    tables += kind_tables(view)
+    tables.append(majority_summary(view.majority, tie))
+    if view.model_labels:  # Dawid-Skene beside the majority (metrics.crowd)
+        tables += model_label_table(view.model_labels)
+    if view.correlation is not None:
+        tables.append(correlation_table(view.correlation, view.condition))
+        tables.append(williams_table(view.correlation))
+    if view.system_level is not None:
+        tables.append(system_table(view.system_level))
+    elif view.correlation_note is not None:
+        tables.append(Table("Metrics against human ratings", (), [], [view.correlation_note]))
+    if view.calibration is not None:
+        tables.append(calibration_table(view.calibration))
     return tables
 
 
-def model_label_table(model_labels: dict[str, Any]) -> list[Table]:
+def model_label_table(model_labels: Mapping[str, ModelLabelReport | Mapping[str, Any]]) -> list[Table]:
     """Dawid-Skene beside the majority (``analysis["model_labels"]``, ``metrics.crowd``), two narrow
     tables: the items where the posterior label and the majority differ (majority ties included), and
     each annotator's estimated competence and spammer score, lowest competence first.
@@ -580,32 +594,33 @@ def model_label_table(model_labels: dict[str, Any]) -> list[Table]:
     >>> tables[1].rows[0][-1]
     'yes'
     """
+    reports = model_label_reports(model_labels)
     disagree, skills, notes = [], [], []
-    for question, found in model_labels.items():
-        if not found.get("fitted"):
-            notes += [f"{question}: {note}" for note in found.get("notes", [])]
+    for question, found in reports.items():
+        if not found.fitted:
+            notes += [f"{question}: {note}" for note in found.notes]
             continue
-        for row in found["disagreements"]:
-            item = row["item"] + (f" ({row['condition']})" if row.get("condition") else "")
-            majority = "tie" if row["majority"] is None else str(row["majority"])
-            label = "tie" if row["label"] is None else str(row["label"])
-            disagree.append([question, item, majority, label, number(row["probability"]), row["n_votes"]])
-        ordered = sorted(found["annotators"], key=lambda a: (a["competence"] is None, a["competence"] or 0.0))
+        for row in found.disagreements:
+            item = row.item + (f" ({row.condition})" if row.condition else "")
+            majority = "tie" if row.majority is None else str(row.majority)
+            label = "tie" if row.label is None else str(row.label)
+            disagree.append([question, item, majority, label, number(row.probability), row.n_votes])
+        ordered = sorted(found.annotators, key=lambda a: (a.competence is None, a.competence or 0.0))
         for a in ordered:
-            flag = {True: "yes", False: "no", None: "too few items"}[a["spammer"]]
-            competence = number(a["competence"]) + (f" {interval(a['competence_ci'])}" if a.get("competence_ci") else "")
-            skills.append([question, a["annotator"], a["n_items"], competence, number(a["spammer_score"]), flag])
+            flag = {True: "yes", False: "no", None: "too few items"}[a.spammer]
+            competence = number(a.competence) + (f" {interval(a.competence_ci)}" if a.competence_ci else "")
+            skills.append([question, a.annotator, a.n_items, competence, number(a.spammer_score), flag])
         notes.append(
-            f"{question}: {found['n_disagree']} of {found['n_items']} items labelled differently from the majority, "
-            f"{found['n_majority_ties']} majority ties settled; chance competence {number(found['chance'])}"
+            f"{question}: {found.n_disagree} of {found.n_items} items labelled differently from the majority, "
+            f"{found.n_majority_ties} majority ties settled; chance competence {number(found.chance)}"
         )
-        notes += [f"{question}: {note}" for note in found.get("notes", [])]
+        notes += [f"{question}: {note}" for note in found.notes]
     method = (
         "Dawid & Skene (1979), fitted by the project's own EM (checked against crowd-kit in the tests): "
         "posterior label = the most probable class; competence = P(correct), "
         "the confusion matrix's diagonal weighted by the class priors; spammer score (Raykar & Yu 2012) 0 = answers "
         "independent of the truth, 1 = perfect; flagged at or below "
-        + ", ".join(sorted({f"{m['threshold']:g}" for m in model_labels.values() if m.get("fitted")}) or ["—"])
+        + ", ".join(sorted({f"{m.threshold:g}" for m in reports.values() if m.fitted}) or ["—"])
         + ". Intervals: percentile bootstrap over items, EM refitted on each resample; the posterior probability is the "
         "model's own."
     )

@@ -42,10 +42,20 @@ from types import MappingProxyType
 from typing import Any
 
 from metrics.comparisons import ADJUSTMENT_NAMES
-from metrics.correlation import Comparison, HumanCeiling, MetricCorrelation, human_ceiling_of, metric_rows
-from metrics.correlation import comparisons as comparison_rows
+from metrics.correlation import Comparison, HumanCeiling, MetricCorrelation
 from metrics.present import RATING_WORDS, interval, number, p_value
 from metrics.registry import JGA, split_key
+from metrics.results import (
+    Agreement,
+    AgreementReport,
+    Calibration,
+    CocoRow,
+    ComparisonFamily,
+    CorrelationReport,
+    MajorityTable,
+    StudyAnalysis,
+    majority_tables,
+)
 
 TOPICS = (
     "no_votes",  # nothing to summarise yet
@@ -190,54 +200,54 @@ def _listing(words: Sequence[str]) -> str:
 # --- agreement ---------------------------------------------------------------------------------------
 
 
-def _undefined_reason(report: Mapping[str, Any]) -> str:
+def _undefined_reason(report: AgreementReport) -> str:
     """Why Krippendorff's α is missing, in a few words."""
-    if report["n_annotators"] < 2:
+    if report.n_annotators < 2:
         return "only one annotator"
-    if report["n_pairable_items"] == 0:
+    if report.n_pairable_items == 0:
         return "no item has two votes"
-    for note in report["notes"]:
+    for note in report.notes:
         if note.startswith("all ratings identical"):
             return "every vote has the same answer, so chance agreement is 1 and α is 0/0"
         if note.startswith("Krippendorff's α: "):
             return str(note).removeprefix("Krippendorff's α: ")
-    if report.get("ci") and report["ci"].get("krippendorff_alpha") is None and report["bootstrap"]["resamples"] <= 0:
+    if report.ci and report.interval("krippendorff_alpha") is None and report.bootstrap.resamples <= 0:
         return "not computed"
     return "not computable for these votes"
 
 
-def _chance_corrected(report: Mapping[str, Any]) -> tuple[str, str, str]:
+def _chance_corrected(report: AgreementReport) -> tuple[str, str, str]:
     """(key, label, what it used) of the coefficient read on Landis & Koch's scale: AC2 when weights were
     asked for (an ordinal scale), else AC1 (it stays meaningful when one answer dominates)."""
-    if "gwet_ac2" in report:
-        return "gwet_ac2", f"Gwet's AC2 ({report['weights']} weights)", "ac2"
+    if report.has_ac2:
+        return "gwet_ac2", f"Gwet's AC2 ({report.weights} weights)", "ac2"
     return "gwet_ac1", "Gwet's AC1", "ac1"
 
 
-def _interval_words(report: Mapping[str, Any], key: str, name: str, numbers: dict[str, Any]) -> str:
+def _interval_words(report: AgreementReport, key: str, name: str, numbers: dict[str, Any]) -> str:
     """`` [lo, hi]``, with a word when the interval collapsed to a point or was not computed."""
-    pair = report["ci"].get(key)
+    pair = report.interval(key)
     if pair is None:
-        return " (no interval: no bootstrap resamples)" if report["bootstrap"]["resamples"] <= 0 else " (no interval)"
+        return " (no interval: no bootstrap resamples)" if report.bootstrap.resamples <= 0 else " (no interval)"
     text = _ci(pair, name, numbers)
-    if key in report.get("ci_degenerate", []):
+    if key in report.ci_degenerate:
         text += " (a point, not an interval: every bootstrap resample gave the same value, so it measures no uncertainty)"
     return text
 
 
-def _agreement_sentence(question: str, report: Mapping[str, Any]) -> Sentence:
-    n = {"n_items": report["n_items"], "n_votes": report["n_votes"], "n_annotators": report["n_annotators"]}
-    counts = f"{n['n_items']} items, {n['n_votes']} votes, {n['n_annotators']} annotators"
+def _agreement_sentence(question: str, report: AgreementReport) -> Sentence:
+    n = {"n_items": report.n_items, "n_votes": report.n_votes, "n_annotators": report.n_annotators}
+    counts = f"{report.n_items} items, {report.n_votes} votes, {report.n_annotators} annotators"
     q = _quoted(question)
-    if report["n_annotators"] < 2:
-        return Sentence("note", f"Only one annotator voted on {q} ({n['n_items']} items): agreement is not defined.", n)
-    if report["n_pairable_items"] == 0:
+    if report.n_annotators < 2:
+        return Sentence("note", f"Only one annotator voted on {q} ({report.n_items} items): agreement is not defined.", n)
+    if report.n_pairable_items == 0:
         return Sentence("note", f"No item of {q} has two votes yet ({counts}): agreement is not defined.", n)
-    alpha = report["krippendorff_alpha"]
+    alpha = report.krippendorff_alpha
     chance_key, chance_label, short = _chance_corrected(report)
-    chance = report.get(chance_key)
+    chance = report.estimate(chance_key)
     numbers: dict[str, Any] = dict(n)
-    level = "" if report["level"] == "nominal" else f" ({report['level']})"
+    level = "" if report.level == "nominal" else f" ({report.level})"
     chance_text = ""
     if chance is not None:
         numbers[short] = chance
@@ -256,7 +266,7 @@ def _agreement_sentence(question: str, report: Mapping[str, Any]) -> Sentence:
     numbers["bar_tentative"], numbers["bar_reliable"] = KRIPPENDORFF_TENTATIVE, KRIPPENDORFF_RELIABLE
     alpha_ci = _interval_words(report, "krippendorff_alpha", "alpha", numbers)
     straddle = ""
-    pair = report["ci"].get("krippendorff_alpha")
+    pair = report.interval("krippendorff_alpha")
     if pair and pair[0] != pair[1]:
         crossed = [bar for bar in (KRIPPENDORFF_TENTATIVE, KRIPPENDORFF_RELIABLE) if round(pair[0], 3) < bar <= round(pair[1], 3)]
         if crossed:
@@ -267,22 +277,23 @@ def _agreement_sentence(question: str, report: Mapping[str, Any]) -> Sentence:
     return Sentence("agreement", text, numbers)
 
 
-def _agreement_listing(questions: Mapping[str, Mapping[str, Any]]) -> list[Sentence]:
+def _agreement_listing(questions: Mapping[str, AgreementReport]) -> list[Sentence]:
     """Many questions (an SLU study: one per act): α of each in one sentence, and how many reach the bars."""
-    parts, numbers = [], {}
+    parts: list[str] = []
+    numbers: dict[str, Any] = {}
     defined = {}
     for question, report in questions.items():
-        alpha = report["krippendorff_alpha"]
-        numbers[f"{question}:n_items"] = report["n_items"]
+        alpha = report.krippendorff_alpha
+        numbers[f"{question}:n_items"] = report.n_items
         numbers[f"{question}:alpha"] = alpha
         if alpha is None:
-            parts.append(f"{_quoted(question)} undefined ({_undefined_reason(report)}; {report['n_items']} items)")
+            parts.append(f"{_quoted(question)} undefined ({_undefined_reason(report)}; {report.n_items} items)")
             continue
         defined[question] = alpha
-        ci = _ci(report["ci"].get("krippendorff_alpha"), f"{question}:alpha", numbers)
-        degenerate = "krippendorff_alpha" in report.get("ci_degenerate", [])
+        ci = _ci(report.interval("krippendorff_alpha"), f"{question}:alpha", numbers)
+        degenerate = "krippendorff_alpha" in report.ci_degenerate
         point = ", the interval a point: every resample gave the same value" if degenerate else ""
-        parts.append(f"{_quoted(question)} {number(alpha)}{ci} ({report['n_items']} items{point})")
+        parts.append(f"{_quoted(question)} {number(alpha)}{ci} ({report.n_items} items{point})")
     sentences = [Sentence("agreement", "Krippendorff's α per question: " + "; ".join(parts) + ".", numbers)]
     if defined:
         reliable = sum(KRIPPENDORFF.reading(a) == "reliable" for a in defined.values())
@@ -301,10 +312,10 @@ def _agreement_listing(questions: Mapping[str, Mapping[str, Any]]) -> list[Sente
     return sentences
 
 
-def agreement_sentences(agreement: Mapping[str, Any]) -> list[Sentence]:
+def agreement_sentences(agreement: Agreement | Mapping[str, Any]) -> list[Sentence]:
     """Per question (``python -m metrics agreement --json``): α read by Krippendorff (2004), AC1 (AC2 with
     weights) by Landis & Koch (1977), with their intervals and counts; many questions in one listing."""
-    questions = agreement["questions"]
+    questions = Agreement.of(agreement).questions
     if len(questions) > MANY_QUESTIONS:
         return _agreement_listing(questions)
     return [_agreement_sentence(question, report) for question, report in questions.items()]
@@ -313,28 +324,29 @@ def agreement_sentences(agreement: Mapping[str, Any]) -> list[Sentence]:
 # --- majority labels and the CoCo table --------------------------------------------------------------
 
 
-def majority_sentences(majority: Mapping[str, Any]) -> list[Sentence]:
+def majority_sentences(majority: Mapping[str, MajorityTable | Mapping[str, Any]]) -> list[Sentence]:
     """Per question: items per majority label and the ties (one sentence for many questions)."""
+    tables = majority_tables(majority)
     parts, numbers = [], {}
-    for question, table in majority.items():
+    for question, table in tables.items():
         labels: dict[str, int] = {}
-        for row in table["rows"]:
-            if row["majority"] is not None:
-                labels[str(row["majority"])] = labels.get(str(row["majority"]), 0) + 1
+        for row in table.rows:
+            if row.majority is not None:
+                labels[str(row.majority)] = labels.get(str(row.majority), 0) + 1
         for label, count in labels.items():
             numbers[f"{question}:{label}"] = count
-        numbers[f"{question}:ties"] = table["n_ties"]
+        numbers[f"{question}:ties"] = table.n_ties
         shown = ", ".join(f"{label}: {count}" for label, count in sorted(labels.items())) or "none"
-        ties = table["n_ties"]
+        ties = table.n_ties
         parts.append(f"{_quoted(question)} {shown}" + (f" ({ties} tied, no majority)" if ties else ""))
     if not parts:
         return []
-    policy = next(iter(majority.values()))["tie_policy"]
+    policy = next(iter(tables.values())).tie_policy
     return [Sentence("majority", f"Majority labels (items per label; ties: {policy}): " + "; ".join(parts) + ".", numbers)]
 
 
-def _coco_part(row: Mapping[str, Any], question: str, word: str, numbers: dict[str, Any]) -> str:
-    pct, n, ties = row[f"{question}_pct"], row[f"{question}_n"], row[f"{question}_ties"]
+def _coco_part(row: CocoRow, question: str, word: str, numbers: dict[str, Any]) -> str:
+    pct, n, ties = row.share(question)
     numbers[f"{question}_pct"], numbers[f"{question}_n"], numbers[f"{question}_ties"] = pct, n, ties
     tied = f", {ties} tied" if ties else ""
     if pct is None:
@@ -342,23 +354,23 @@ def _coco_part(row: Mapping[str, Any], question: str, word: str, numbers: dict[s
     return f"{number(pct, 1)}% {word} ({n} turns with a majority{tied})"
 
 
-def coco_sentences(rows: Sequence[Mapping[str, Any]]) -> list[Sentence]:
+def coco_sentences(rows: Sequence[CocoRow | Mapping[str, Any]]) -> list[Sentence]:
     """The CoCo paper's Table 3 in words: per condition, % human-like and % correct by majority vote."""
     sentences = []
-    for row in rows:
+    for row in (CocoRow.of(found) for found in rows):
         numbers: dict[str, Any] = {}
         human = _coco_part(row, "human_like", "human-like", numbers)
         correct = _coco_part(row, "correct", "correct", numbers)
-        sentences.append(Sentence("coco", f"Under {_quoted(row['condition'])}: {human}; {correct}.", numbers))
+        sentences.append(Sentence("coco", f"Under {_quoted(row.condition)}: {human}; {correct}.", numbers))
     return sentences
 
 
 # --- correlation ------------------------------------------------------------------------------------------
 
 
-def _entry(correlation: Mapping[str, Any], a: str, b: str) -> tuple[Comparison | None, int]:
+def _entry(correlation: CorrelationReport, a: str, b: str) -> tuple[Comparison | None, int]:
     """The comparison of ``a`` with ``b``, and the sign that turns its diff into r_a − r_b."""
-    for entry in comparison_rows(correlation):
+    for entry in correlation.williams:
         if (entry.a, entry.b) == (a, b):
             return entry, 1
         if (entry.a, entry.b) == (b, a):
@@ -366,22 +378,22 @@ def _entry(correlation: Mapping[str, Any], a: str, b: str) -> tuple[Comparison |
     return None, 1
 
 
-def _adjustment_words(comparisons: Mapping[str, Any]) -> str:
-    size = comparisons["size"]
-    if comparisons["adjust"] == "none":
-        return f"at α {comparisons['alpha']:g} without adjustment over the {size} declared comparisons"
-    name = ADJUSTMENT_NAMES[comparisons["adjust"]]
+def _adjustment_words(comparisons: ComparisonFamily) -> str:
+    size = comparisons.size
+    if comparisons.adjust == "none":
+        return f"at α {comparisons.alpha:g} without adjustment over the {size} declared comparisons"
+    name = ADJUSTMENT_NAMES[comparisons.adjust or "none"]
     return f"after {name} over the {size} declared comparisons"
 
 
-def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_words: str = "") -> Sentence | None:
+def _difference(correlation: CorrelationReport, a: str, b: str, subject: str, b_words: str = "") -> Sentence | None:
     """``a`` against ``b``: r_a − r_b with its interval at the family's level and the adjusted verdict;
     ``subject`` names ``a``'s side ("Its", "FGA(0.5)'s"), ``b_words`` introduces ``b`` ("the runner-up")."""
-    comparisons = correlation["comparisons"]
+    comparisons = correlation.comparisons or ComparisonFamily()
     entry, sign = _entry(correlation, a, b)
     if entry is None:
         return None
-    numbers: dict[str, Any] = {"size": comparisons["size"]}
+    numbers: dict[str, Any] = {"size": comparisons.size}
     if entry.p_value is None or entry.diff_ci is None or entry.diff is None:
         why = entry.note or "no test"
         return Sentence("note", f"{display(a)} and {display(b)} were not compared ({why}).", numbers)
@@ -392,7 +404,7 @@ def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_
     numbers["p"] = p
     verdict = "is significant" if entry.significant else "is not significant"
     how = "lead over" if diff > 0 else "difference from"
-    level = _percent(comparisons["interval_confidence"])
+    level = _percent(comparisons.interval_confidence)
     other = f"{b_words} {display(b)}" if b_words else display(b)
     text = (
         f"{subject} {how} {other} ({number(diff)} {interval([low, high])}, {level} interval) {verdict} "
@@ -404,29 +416,29 @@ def _difference(correlation: Mapping[str, Any], a: str, b: str, subject: str, b_
 
 
 def _comparison_sentences(
-    correlation: Mapping[str, Any], best: MetricCorrelation, rows: Sequence[MetricCorrelation]
+    correlation: CorrelationReport, best: MetricCorrelation, rows: Sequence[MetricCorrelation]
 ) -> list[Sentence]:
     """Is the best metric's lead real: against the reference metric in a ``reference`` family (against
     its closest challenger when the reference is best), against the runner-up when all pairs are compared."""
-    comparisons = correlation["comparisons"]
-    reference = comparisons.get("reference")
+    comparisons = correlation.comparisons or ComparisonFamily()
+    reference = comparisons.reference or ""
     found: Sentence | None
-    if comparisons["family"] == "all":
+    if comparisons.family == "all":
         sentences = [
             Sentence("note", note[0].upper() + note[1:] + ".")
-            for note in correlation["notes"]
+            for note in correlation.notes
             if note.startswith("the reference metric")
         ]
         others = sorted((r for r in rows if r.metric != best.metric), key=lambda r: -(r.pearson or 0.0))
         found = _difference(correlation, best.metric, others[0].metric, "Its", "the runner-up") if others else None
         return sentences + ([found] if found else [])
-    ref_row = next((r for r in metric_rows(correlation) if r.metric == reference), None)
+    ref_row = next((r for r in correlation.metrics if r.metric == reference), None)
     if ref_row is None or ref_row.pearson is None:
         why = "not measured" if ref_row is None else f"undefined ({ref_row.note or 'constant values'})"
         text = f"The reference metric {display(reference)}'s correlation is {why}: no metric is compared with it."
         return [Sentence("note", text)]
     if best.metric == reference:
-        challengers = [e for e in comparison_rows(correlation) if e.b == reference and e.r_a is not None]
+        challengers = [e for e in correlation.williams if e.b == reference and e.r_a is not None]
         if not challengers:
             return []
         closest = max(challengers, key=lambda e: e.r_a or 0.0)
@@ -435,7 +447,7 @@ def _comparison_sentences(
     found = _difference(correlation, best.metric, reference, "Its")
     if found:
         return [found]
-    declared = comparisons.get("fga")
+    declared = comparisons.fga
     if declared and split_key(best.metric)[0] is split_key(declared)[0]:
         text = (
             f"{display(best.metric)} against {display(reference)} is not among the declared comparisons (FGA is "
@@ -443,40 +455,41 @@ def _comparison_sentences(
         )
         found = _difference(correlation, declared, reference, f"The declared {display(declared)}'s")
         return [Sentence("note", text), *([found] if found else [])]
-    not_compared = [note for note in correlation["notes"] if note.startswith("not compared")]
+    not_compared = [note for note in correlation.notes if note.startswith("not compared")]
     why = f" ({not_compared[0]})" if not_compared else ""
     return [Sentence("note", f"{display(best.metric)} was not compared with {display(reference)}{why}.")]
 
 
-def _rating_words(correlation: Mapping[str, Any]) -> str:
-    mode = str(correlation["rating"])
+def _rating_words(correlation: CorrelationReport) -> str:
+    mode = str(correlation.rating)
     return RATING_WORDS.get(mode, mode)
 
 
-def correlation_sentences(correlation: Mapping[str, Any], condition: str | None = None) -> list[Sentence]:
+def correlation_sentences(correlation: CorrelationReport | Mapping[str, Any], condition: str | None = None) -> list[Sentence]:
     """The best metric with its r and interval, its lead over the reference metric (or, comparing all
     pairs, the runner-up) adjusted over the declared family, and the human ceiling."""
+    view = CorrelationReport.of(correlation)
     where = f"For system {_quoted(condition)}, " if condition else ""
-    rows = [r for r in metric_rows(correlation) if r.defined]
-    undefined = [r for r in metric_rows(correlation) if not r.defined]
+    rows = [r for r in view.metrics if r.defined]
+    undefined = [r for r in view.metrics if not r.defined]
     sentences = []
-    base = {"n_dialogues": correlation["n_dialogues"]}
+    base = {"n_dialogues": view.n_dialogues}
     if not rows:
         reasons = sorted({r.note or "undefined" for r in undefined})
-        dialogues = correlation["n_dialogues"]
+        dialogues = view.n_dialogues
         text = f"{where}no metric's correlation with the ratings is defined ({'; '.join(reasons)}; {dialogues} dialogues)."
-        return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(human_ceiling_of(correlation))]
+        return [Sentence("note", text[0].upper() + text[1:], base), *ceiling_sentences(view.human_ceiling)]
     best = max(rows, key=lambda r: r.pearson or 0.0)
     numbers: dict[str, Any] = {**base, "r": best.pearson, "n_metrics": len(rows)}
-    votes = f", {correlation['n_votes']} votes" if correlation.get("n_votes") is not None else ""
-    if correlation.get("n_votes") is not None:
-        numbers["n_votes"] = correlation["n_votes"]
+    votes = f", {view.n_votes} votes" if view.n_votes is not None else ""
+    if view.n_votes is not None:
+        numbers["n_votes"] = view.n_votes
     few = (best.n or 0) <= 3
     ci = "" if few else _ci(best.pearson_ci, "r", numbers)
     lead = f"{where}{display(best.metric)}"
     text = (
         f"{lead[0].upper() + lead[1:]} tracks the ratings best of the {len(rows)} metrics: r {number(best.pearson)}{ci} "
-        f"({correlation['n_dialogues']} dialogues{votes}; rating: {_rating_words(correlation)})."
+        f"({view.n_dialogues} dialogues{votes}; rating: {_rating_words(view)})."
     )
     sentences.append(Sentence("best_metric", text, numbers))
     if few:
@@ -492,8 +505,8 @@ def correlation_sentences(correlation: Mapping[str, Any], condition: str | None 
         listed = _listing([f"{display(r.metric)} ({r.note or 'undefined'})" for r in undefined])
         sentences.append(Sentence("note", f"The correlation of {listed} with the ratings is undefined."))
     if not few:
-        sentences += _comparison_sentences(correlation, best, rows)
-    ceiling = human_ceiling_of(correlation)
+        sentences += _comparison_sentences(view, best, rows)
+    ceiling = view.human_ceiling
     sentences += ceiling_sentences(ceiling)
     r_best = best.pearson or 0.0
     if not few and ceiling.r_max is not None and round(r_best, 3) > round(ceiling.r_max, 3):
@@ -543,40 +556,39 @@ def ceiling_sentences(ceiling: HumanCeiling | Mapping[str, Any]) -> list[Sentenc
 # --- λ calibration --------------------------------------------------------------------------------------
 
 
-def calibration_sentences(calibration: Mapping[str, Any]) -> list[Sentence]:
+def calibration_sentences(calibration: Calibration | Mapping[str, Any]) -> list[Sentence]:
     """λ* with its interval (open above when the data do not bound it), r there, the cross-validated r,
     and JGA's (λ = 0) and the turn match's (λ → ∞) r beside them; λ* at a grid end said in words."""
-    k = calibration
-    grid = [p["lambda"] for p in k.get("curve", [])]
-    numbers: dict[str, Any] = {"lambda": k["best_lambda"], "r_best": k["r_best"], "cv_r": k["cv_r"]}
-    ci_lambda = k.get("ci_lambda")
+    k = Calibration.of(calibration)
+    grid = [p.lam for p in k.curve]
+    numbers: dict[str, Any] = {"lambda": k.best_lambda, "r_best": k.r_best, "cv_r": k.cv_r}
+    ci_lambda = k.ci_lambda
     lam_ci = ""
     if ci_lambda:
         numbers["lambda_low"], numbers["lambda_high"] = ci_lambda[0], ci_lambda[1]
         lam_ci = " " + interval(ci_lambda)
-    r_ci = _ci(k.get("ci_r"), "r_best", numbers)
-    cv = f"cross-validated r {number(k['cv_r'])}" if k["cv_r"] is not None else "no cross-validated r"
+    r_ci = _ci(k.ci_r, "r_best", numbers)
+    cv = f"cross-validated r {number(k.cv_r)}" if k.cv_r is not None else "no cross-validated r"
     beside = []
-    if k.get("r_jga") is not None:
-        numbers["r_jga"] = k["r_jga"]
-        beside.append(f"{JGA.label} (λ = 0) {number(k['r_jga'])}")
-    if k.get("r_turn") is not None:
-        numbers["r_turn"] = k["r_turn"]
-        beside.append(f"turn match (λ → ∞) {number(k['r_turn'])}")
-    text = f"Best λ {number(k['best_lambda'])}{lam_ci}, where FGA's r is {number(k['r_best'])}{r_ci}; {cv}"
+    if k.r_jga is not None:
+        numbers["r_jga"] = k.r_jga
+        beside.append(f"{JGA.label} (λ = 0) {number(k.r_jga)}")
+    if k.r_turn is not None:
+        numbers["r_turn"] = k.r_turn
+        beside.append(f"turn match (λ → ∞) {number(k.r_turn)}")
+    text = f"Best λ {number(k.best_lambda)}{lam_ci}, where FGA's r is {number(k.r_best)}{r_ci}; {cv}"
     text += f" (r of {' and '.join(beside)})." if beside else "."
     sentences = [Sentence("lambda", text, numbers)]
     if ci_lambda is None:
         sentences.append(
             Sentence(
                 "note",
-                "No interval for λ* or its r: no bootstrap resamples."
-                if k["bootstrap"]["resamples"] <= 0
-                else "No interval for λ*.",
+                "No interval for λ* or its r: no bootstrap resamples." if k.bootstrap.resamples <= 0 else "No interval for λ*.",
             )
         )
-    if k.get("best_at_bound") and grid:  # the best grid point is the first or the last (Brent refines next to it)
-        start = abs(k["best_lambda"] - grid[0]) <= abs(k["best_lambda"] - grid[-1])
+    best = k.best_lambda
+    if k.best_at_bound and grid and best is not None:  # the best grid point is the first or the last (Brent refines next to it)
+        start = abs(best - grid[0]) <= abs(best - grid[-1])
         bound = grid[0] if start else grid[-1]
         if start and bound == 0:
             text = (
@@ -597,10 +609,10 @@ def calibration_sentences(calibration: Mapping[str, Any]) -> list[Sentence]:
                 {"grid_end": grid[-1] if grid else None},
             )
         )
-    if k["cv_r"] is None:
-        why = next((n for n in k["notes"] if n.startswith("cross-validation:")), "cross-validation: not run")
+    if k.cv_r is None:
+        why = next((n for n in k.notes if n.startswith("cross-validation:")), "cross-validation: not run")
         sentences.append(Sentence("note", why[0].upper() + why[1:] + "."))
-    for note in k["notes"]:
+    for note in k.notes:
         if note.startswith("r does not depend on λ"):
             sentences.append(Sentence("note", note[0].upper() + note[1:] + "."))
     return sentences
@@ -632,40 +644,40 @@ def method_words(method: str | None) -> str | None:
 
 
 def _units_sentence(
-    agreement: Mapping[str, Any] | None, correlation: Mapping[str, Any] | None, calibration: Mapping[str, Any] | None
+    agreement: Agreement | None, correlation: CorrelationReport | None, calibration: Calibration | None
 ) -> Sentence | None:
     parts = []
     numbers: dict[str, Any] = {}
-    if agreement and any(r["ci"] and any(v for v in r["ci"].values()) for r in agreement["questions"].values()):
-        methods = sorted({r.get("ci_method") or "percentile bootstrap over items" for r in agreement["questions"].values()})
+    if agreement is not None and any(r.ci and any(v for v in r.ci.values()) for r in agreement.questions.values()):
+        methods = sorted({r.ci_method or "percentile bootstrap over items" for r in agreement.questions.values()})
         parts.append(f"agreement's by {' or '.join(methods)}")
-    if correlation:
-        defined = [r for r in metric_rows(correlation) if r.defined and r.pearson_ci and (r.n or 0) > 3]
+    if correlation is not None:
+        defined = [r for r in correlation.metrics if r.defined and r.pearson_ci and (r.n or 0) > 3]
         methods = sorted({w for w in (method_words(r.ci_method) for r in defined) if w})
         if defined and not methods:
             methods = ["Fisher z (n = dialogues)"]
         if methods:
             parts.append(f"r's by {' or '.join(methods)}")
-        ceiling = human_ceiling_of(correlation)
+        ceiling = correlation.human_ceiling
         if ceiling.ci:
             parts.append(f"the ceiling's by {method_words(ceiling.ci_method) or 'percentile bootstrap over dialogues'}")
-    if calibration and calibration.get("ci_lambda"):
-        unit = (calibration.get("bootstrap") or {}).get("resample", "dialogues").replace("+", " and ")
+    if calibration is not None and calibration.ci_lambda:
+        unit = calibration.bootstrap.resample.replace("+", " and ")
         parts.append(f"λ*'s and its r's by percentile bootstrap over {unit}")
-    if not parts and not (correlation and correlation["williams"]):
+    if not parts and not (correlation is not None and correlation.williams):
         return None
     text = f"Intervals are 95%: {'; '.join(parts)}." if parts else ""
-    tested = [w for w in comparison_rows(correlation or {}) if w.tested]
+    tested = [w for w in (correlation.williams if correlation is not None else ()) if w.tested]
     if tested and correlation is not None:
-        comparisons = correlation["comparisons"]
-        level = _percent(comparisons["interval_confidence"])
+        comparisons = correlation.comparisons or ComparisonFamily()
+        level = _percent(comparisons.interval_confidence)
         how = {
             "holm": "simultaneous over the family (Bonferroni)",
             "bonferroni": "simultaneous over the family (Bonferroni)",
             "bh": "FCR-adjusted (Benjamini & Yekutieli 2005)",
             "none": "each on its own, unadjusted",
-        }[comparisons["adjust"]]
-        numbers["difference_level"] = comparisons["interval_confidence"]
+        }[comparisons.adjust or "none"]
+        numbers["difference_level"] = comparisons.interval_confidence
         text += f" Differences of r are at {level} (Zou 2007), {how}."
     return Sentence("units", text.strip(), numbers)
 
@@ -673,45 +685,51 @@ def _units_sentence(
 # --- entry points ---------------------------------------------------------------------------------------------
 
 
-def summarise_agreement(agreement: Mapping[str, Any]) -> Summary:
+def summarise_agreement(agreement: Agreement | Mapping[str, Any]) -> Summary:
     """``python -m metrics agreement --json`` in words."""
-    sentences = agreement_sentences(agreement)
-    units = _units_sentence(agreement, None, None)
+    view = Agreement.of(agreement)
+    sentences = agreement_sentences(view)
+    units = _units_sentence(view, None, None)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
 def summarise_correlation(
-    correlation: Mapping[str, Any], calibration: Mapping[str, Any] | None = None, condition: str | None = None
+    correlation: CorrelationReport | Mapping[str, Any],
+    calibration: Calibration | Mapping[str, Any] | None = None,
+    condition: str | None = None,
 ) -> Summary:
     """``python -m metrics correlate --json`` in words (and a calibration's, when given)."""
-    sentences = correlation_sentences(correlation, condition)
-    if calibration is not None:
-        sentences += calibration_sentences(calibration)
-    units = _units_sentence(None, correlation, calibration)
+    view = CorrelationReport.of(correlation)
+    lam = None if calibration is None else Calibration.of(calibration)
+    sentences = correlation_sentences(view, condition)
+    if lam is not None:
+        sentences += calibration_sentences(lam)
+    units = _units_sentence(None, view, lam)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
-def summarise_calibration(calibration: Mapping[str, Any]) -> Summary:
+def summarise_calibration(calibration: Calibration | Mapping[str, Any]) -> Summary:
     """``python -m metrics calibrate --json`` in words."""
-    sentences = calibration_sentences(calibration)
-    units = _units_sentence(None, None, calibration)
+    view = Calibration.of(calibration)
+    sentences = calibration_sentences(view)
+    units = _units_sentence(None, None, view)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 
-def summarise(analysis: Mapping[str, Any]) -> Summary:
+def summarise(analysis: StudyAnalysis | Mapping[str, Any]) -> Summary:
     """A study's analysis (``annotate.kinds.analyse``) in words: agreement per question; the CoCo table or
     the majority labels when the study has no correlation; the best metric, its lead and the human
     ceiling; λ*; and what could not be computed, in words."""
-    if "agreement" not in analysis:
-        nothing = Sentence("no_votes", "No votes yet: there is nothing to summarise.", {"n_votes": analysis.get("n_votes", 0)})
+    view = StudyAnalysis.of(analysis)
+    if view.agreement is None:
+        nothing = Sentence("no_votes", "No votes yet: there is nothing to summarise.", {"n_votes": view.votes})
         return Summary((nothing,))
-    sentences = agreement_sentences(analysis["agreement"])
-    if "coco" in analysis:
-        sentences += coco_sentences(analysis["coco"])
-    elif "correlation" not in analysis and analysis.get("majority"):
-        sentences += majority_sentences(analysis["majority"])
-    design = analysis.get("design") or {}
-    if design.get("design") == "adaptive" and "correlation" in analysis:
+    sentences = agreement_sentences(view.agreement)
+    if view.coco is not None:
+        sentences += coco_sentences(view.coco)
+    elif view.correlation is None and view.majority:
+        sentences += majority_sentences(view.majority)
+    if view.design.design == "adaptive" and view.correlation is not None:
         sentences.append(
             Sentence(
                 "design",
@@ -719,16 +737,14 @@ def summarise(analysis: Mapping[str, Any]) -> Summary:
                 "estimates for the whole pool are in the Design table.",
             )
         )
-    conditions = analysis.get("conditions") or []
-    condition = analysis.get("condition") if len(conditions) > 1 else None
-    if "correlation" in analysis:
-        sentences += correlation_sentences(analysis["correlation"], condition)
-    elif "correlation_note" in analysis:
-        note = analysis["correlation_note"]
-        sentences.append(Sentence("note", f"No correlation with the metrics: {note}."))
-    if "calibration" in analysis:
-        sentences += calibration_sentences(analysis["calibration"])
-    units = _units_sentence(analysis["agreement"], analysis.get("correlation"), analysis.get("calibration"))
+    condition = view.condition if len(view.conditions) > 1 else None
+    if view.correlation is not None:
+        sentences += correlation_sentences(view.correlation, condition)
+    elif view.correlation_note is not None:
+        sentences.append(Sentence("note", f"No correlation with the metrics: {view.correlation_note}."))
+    if view.calibration is not None:
+        sentences += calibration_sentences(view.calibration)
+    units = _units_sentence(view.agreement, view.correlation, view.calibration)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 
 

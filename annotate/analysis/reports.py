@@ -36,6 +36,7 @@ from annotate.studies.allocation import QUESTIONS, design_of, judgements_done
 from annotate.studies.assignment import ACTIVE, DONE, JUDGED, capacity, cutoff
 from exports.study import StudyData
 from metrics import adaptive, present
+from metrics.results import Calibration, CorrelationReport, DesignAllocation, DesignSummary
 
 # --- progress -------------------------------------------------------------------------------
 
@@ -327,31 +328,33 @@ class Interval:
     high: float
 
 
-def main_question(design: dict, analysis: dict) -> Interval | None:
+def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval | None:
     """The study's main question in its analysis, as the Analysis page shows it; None until there is
     a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
     r(JGA) with its bootstrap interval, or λ*); a uniform one: the difference between metrics (Zou's
     interval) or the λ calibration (bootstrap interval of λ*).
 
     The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
-    included) for the design line."""
-    label = f"fga_{float(design['lambda']):g}"
-    weighted = analysis.get("design") or {}
-    if weighted.get("design") == "adaptive":
-        if design["question"] == "lambda":
-            found = weighted.get("lambda") or {}
-            return _closed(found.get("lambda_star"), found.get("ci"))
-        pairs = weighted.get("differences") or []
-    elif design["question"] == "lambda":
-        found = analysis.get("calibration") or {}
-        return _closed(found.get("best_lambda"), found.get("ci_lambda"))
+    included) for the design line: through its typed views (``metrics.results``), built here."""
+    chosen = design if isinstance(design, DesignAllocation) else DesignAllocation.from_dict(design)
+    weighted = DesignSummary.from_dict(analysis.get("design") or {})
+    calibration = Calibration.from_dict(analysis.get("calibration") or {})
+    correlation = CorrelationReport.from_dict(analysis.get("correlation") or {})
+    label = f"fga_{float(chosen.lam):g}"
+    if weighted.design == "adaptive":
+        if chosen.question == "lambda":
+            found = weighted.lam
+            return None if found is None else _closed(found.lambda_star, found.ci)
+        pairs = weighted.differences
+    elif chosen.question == "lambda":
+        return _closed(calibration.best_lambda, calibration.ci_lambda)
     else:
-        pairs = (analysis.get("correlation") or {}).get("williams") or []
-    pair = next((d for d in pairs if {d["a"], d["b"]} == {label, "jga"}), None)
-    if pair is None or pair.get("diff") is None or not pair.get("diff_ci"):
+        pairs = correlation.williams
+    pair = next((d for d in pairs if {d.a, d.b} == {label, "jga"}), None)
+    if pair is None or pair.diff is None or not pair.diff_ci:
         return None
-    sign = 1 if pair["a"] == label else -1  # said as r(FGA) - r(JGA), whichever order it was computed in
-    return _closed(sign * pair["diff"], sorted(sign * v for v in pair["diff_ci"]))
+    sign = 1 if pair.a == label else -1  # said as r(FGA) - r(JGA), whichever order it was computed in
+    return _closed(sign * pair.diff, sorted(sign * v for v in pair.diff_ci))
 
 
 def _closed(estimate, ci) -> Interval | None:
@@ -398,21 +401,21 @@ def allocation_status(session: Session, study: Study, analysis: dict | None) -> 
     study's analysis with its stored settings (``annotate.analysis.study_data.stored_settings``) and the system
     the Analysis page opens with, from the cache (``annotate.service.allocation_status``).  Only a
     satisfaction study has a main question; for the others ``analysis`` is not read (None is fine)."""
-    design = design_of(study.settings)
+    design = DesignAllocation.from_dict(design_of(study.settings))
     spent = judgements_done(session, study.id)
     from annotate.kinds import get_kind
 
     estimated = get_kind(study.kind).rates_metrics  # a main question to estimate
     found = main_question(design, analysis) if estimated and analysis is not None else None
     width = None if found is None else found.high - found.low
-    target = design["target_width"]
+    target = design.target_width
     return AllocationStatus(
-        policy=design["policy"],
-        question=design["question"],
-        lam=design["lambda"],
-        budget=design["budget"],
-        target_width=design["target_width"],
-        max_k=design["max_k"],
+        policy=design.policy,
+        question=design.question,
+        lam=design.lam,
+        budget=design.budget,
+        target_width=design.target_width,
+        max_k=design.max_k,
         spent=spent,
         closed=bool(study.archived),
         width=width,

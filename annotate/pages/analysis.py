@@ -26,7 +26,7 @@ from formats.settings import settings
 from metrics import present
 from metrics.analysis import AnalysisSettings
 from metrics.comparisons import ADJUSTMENTS, FAMILIES
-from metrics.correlation import metric_rows
+from metrics.results import Agreement, Calibration, DesignSummary, MajorityRow, MajorityTable, StudyAnalysis, StudyJudges
 from metrics.summary import Summary, summarise
 
 
@@ -125,72 +125,75 @@ def render() -> None:
     result, freshness = _shown_result(engine, user, study, settings, condition)
     if result is None:
         return
-    if not result.get("n_votes"):
+    view = StudyAnalysis.from_dict(result)  # the one typed view of the analysis this page lays out
+    if not view.votes:
         st.info("No votes yet.")
         return
-    summary = _answers(engine, user, study, result)
+    summary = _answers(engine, user, study, view)
     st.caption(freshness)  # under the answers, so that they and the forest plot keep the first screen
-    if result.get("calibration"):
-        _lambda_section(result["calibration"], summary.topic("lambda"))
+    if view.calibration is not None:
+        _lambda_section(view.calibration, summary.topic("lambda"))
     st.divider()  # below: the tables, each with its CSV download
-    design = result.get("design") or {"design": "uniform"}
-    if design["design"] == "adaptive":
+    design = view.design
+    if design.design == "adaptive":
         show_table(present.design_table(design))
-    elif design["design"] == "designed":
+    elif design.design == "designed":
         _designed_section(design)
     else:
         st.caption(present.design_table(design).notes[0].replace("uniform:", "Design: uniform —"))
-    _agreement_section(result["agreement"])
-    for table in present.kind_tables(result):
+    _agreement_section(view.agreement)
+    for table in present.kind_tables(view):
         show_table(table)
-    _majority_section(result["majority"], settings.tie, study, user, result.get("model_labels"))
+    _majority_section(view.majority, settings.tie, study, user, view.model_labels)
     if KINDS[study.kind].dialogues is not None:
-        _correlation_section(result)
-    _judges_section(study, user, settings.seed, [q for q in result["majority"] if q != "transcription"], result.get("judges"))
+        _correlation_section(view)
+    _judges_section(study, user, settings.seed, [q for q in view.majority if q != "transcription"], view.judges)
 
 
-def _designed_section(design: dict) -> None:
+def _designed_section(design: DesignSummary) -> None:
     """A designed study (issue 29): the k-independent target, each metric's corrected correlation with
     its jackknife interval and the corrected difference FGA − JGA (``metrics.analysis.corrected_summary``)."""
     st.subheader("Design: designed (the k-independent target)")
-    allocation = design.get("allocation") or {}
-    chosen = allocation.get("design") or {}
-    if chosen:
+    allocation = design.allocation
+    chosen = allocation.design
+    if chosen is not None:
         drawn = (
-            f"{chosen.get('drawn')} of {chosen.get('pool')} dialogues judged (drawn with π by their λ scores, each weighted 1/π)"
-            if chosen.get("weighting")
-            else f"{chosen.get('n')} of {chosen.get('pool')} dialogues judged"
+            f"{chosen.drawn} of {chosen.pool} dialogues judged (drawn with π by their λ scores, each weighted 1/π)"
+            if chosen.weighting
+            else f"{chosen.n} of {chosen.pool} dialogues judged"
         )
         st.text(
-            f"{drawn}, {chosen.get('m')} of them (the overlap subset) by {chosen.get('k_overlap')} annotators, the "
-            f"others by one; {chosen.get('judgements')} judgements."
+            f"{drawn}, {chosen.m} of them (the overlap subset) by {chosen.k_overlap} annotators, the "
+            f"others by one; {chosen.judgements} judgements."
         )
-    found = design.get("lambda") if allocation.get("question") == "lambda" else None
-    if found and found.get("lambda_star") is not None:
+    found = design.lam if allocation.question == "lambda" else None
+    if found is not None and found.lambda_star is not None:
         st.markdown("**The study's question: λ***")
         st.text(
-            f"λ* = {_number(found['lambda_star'])}, 95% interval {_interval(found['ci'])} (percentile bootstrap over "
+            f"λ* = {_number(found.lambda_star)}, 95% interval {_interval(found.ci)} (percentile bootstrap over "
             f"the judged dialogues, weighted 1/π: for the whole pool; refined between grid points). The λ "
             "calibration above is unweighted: it describes the judged dialogues."
         )
-    corrected = design.get("corrected") or {}
-    if not corrected:
-        st.text(design.get("note", "No corrected estimates yet."))
+    corrected = design.corrected
+    if corrected is None:
+        st.text(design.note if design.note is not None else "No corrected estimates yet.")
         return
-    st.text(f"Target: {corrected['target']}.")
-    counts = f"{corrected.get('n_dialogues', 0)} dialogues rated, {corrected.get('n_overlap', 0)} with 2 or more votes"
-    if "note" in corrected:
-        st.text(f"{counts}: {corrected['note']}.")
+    st.text(f"Target: {corrected.target}.")
+    rated = corrected.n_dialogues if corrected.n_dialogues is not None else 0
+    overlap = corrected.n_overlap if corrected.n_overlap is not None else 0
+    counts = f"{rated} dialogues rated, {overlap} with 2 or more votes"
+    if corrected.note is not None:
+        st.text(f"{counts}: {corrected.note}.")
         return
-    icc, reliability = _number(corrected["icc"]), _number(corrected["reliability"])
+    icc, reliability = _number(corrected.icc), _number(corrected.reliability)
     st.text(f"{counts}; ICC(1,1) {icc}, reliability of the dialogue means {reliability}.")
-    rows = [[m["metric"], _number(m["estimate"]), _interval(m["ci"])] for m in corrected["metrics"]]
-    if corrected.get("difference"):
-        d = corrected["difference"]
-        rows.append([f"{d['a']} - {d['b']} (difference)", _number(d["estimate"]), _interval(d["ci"])])
+    rows = [[m.metric, _number(m.estimate), _interval(m.ci)] for m in corrected.metrics]
+    if corrected.difference is not None:
+        d = corrected.difference
+        rows.append([f"{d.a} - {d.b} (difference)", _number(d.estimate), _interval(d.ci)])
     frame = pd.DataFrame(rows, columns=["metric", "corrected r", "95% interval (jackknife over dialogues)"])
     tables.show_table(frame, "Design: corrected correlations")
-    for note in corrected.get("notes", []):
+    for note in corrected.notes:
         st.text(note)
 
 
@@ -310,7 +313,7 @@ SIDE_TOPICS = ("lambda", "majority", "units")  # beside the λ curve; under the 
 ANSWER_ROWS = 20  # px per metric in the forest plot, per coefficient in the agreement chart: both fit the first screen
 
 
-def _answers(engine, user, study, result: dict) -> Summary:
+def _answers(engine, user, study, result: StudyAnalysis) -> Summary:
     """The study's answers first (issue 27), on the first screen at 1400x900: the summary in words
     (``metrics.summary``) beside its main picture, the forest plot of every metric against the ratings
     (a study without metrics: the agreement chart); below them the agreement chart and each annotator's
@@ -321,11 +324,11 @@ def _answers(engine, user, study, result: dict) -> Summary:
     words, picture = st.columns([9, 11], gap="medium")
     main = Summary(tuple(s for s in summary.sentences if s.topic not in SIDE_TOPICS))
     words.container(key="answers-summary").markdown(main.markdown())  # escaped: names show as text
-    agreement = _sized(agreement_chart(result["agreement"], width=360))
-    n_questions = len(result["agreement"]["questions"])
+    agreement = _sized(agreement_chart(result.agreement, width=360))
+    n_questions = len(result.agreement.questions)
     agreement = agreement.properties(height=max(60, 3 * ANSWER_ROWS * n_questions)) if n_questions > 1 else agreement
-    if "correlation" in result:
-        forest = _sized(forest_chart(result["correlation"], width=300, row_height=ANSWER_ROWS))
+    if result.correlation is not None:
+        forest = _sized(forest_chart(result.correlation, width=300, row_height=ANSWER_ROWS))
         picture.container(key="answers-forest").altair_chart(forest, width="content")
         left, right = st.columns([9, 11], gap="medium")
         right.container(key="answers-agreement").altair_chart(agreement, width="content")
@@ -337,9 +340,9 @@ def _answers(engine, user, study, result: dict) -> Summary:
         st.markdown(Summary(tuple(majority)).markdown())
     for sentence in summary.topic("units"):
         st.caption(sentence.text)
-    if result.get("judges") and result["judges"]["questions"]:
-        st.text(judges_line(result["judges"]))  # judges' names are their makers' text: shown as text
-    questions = [q for q, report in result["agreement"]["questions"].items() if report.get("annotators")]
+    if result.judges is not None and result.judges.questions:
+        st.text(judges_line(result.judges))  # judges' names are their makers' text: shown as text
+    questions = [q for q, report in result.agreement.questions.items() if report.annotators]
     if not questions:
         return summary
     with left:
@@ -348,8 +351,8 @@ def _answers(engine, user, study, result: dict) -> Summary:
             if len(questions) > 1
             else questions[0]
         )
-        chart = _sized(annotator_chart(result["agreement"], question))
-        if annotator_rows(result["agreement"], question)[0].empty:  # a note in words: nothing to click
+        chart = _sized(annotator_chart(result.agreement, question))
+        if annotator_rows(result.agreement, question)[0].empty:  # a note in words: nothing to click
             st.altair_chart(chart, width="content")
             return summary
         event = st.altair_chart(
@@ -368,12 +371,12 @@ def _answers(engine, user, study, result: dict) -> Summary:
     return summary
 
 
-def _judges_section(study, user, seed: int, questions: list[str], voted: dict | None = None) -> None:
+def _judges_section(study, user, seed: int, questions: list[str], voted: StudyJudges | None = None) -> None:
     """Automatic judges (an LLM, a classifier) against the human majority: those that voted in the study
     through the HTTP API (the analysis's ``judges``: ``study_data.judges_against_humans``), shown as they
     are; and labels uploaded here, compared and never stored as votes."""
     with st.expander("Automatic judges against the human majority", expanded=bool(voted)):
-        if voted:
+        if voted is not None:
             _voted_judges(voted)
             st.divider()
         st.caption("A tidy CSV of the judges' labels: item, annotator (the judge's name), question, value[, condition].")
@@ -388,16 +391,15 @@ def _judges_section(study, user, seed: int, questions: list[str], voted: dict | 
                 show_table(present.judge_table(report), subheader=False)
 
 
-def judges_line(voted: dict) -> str:
+def judges_line(voted: StudyJudges | dict) -> str:
     """One line under the answers pointing to the judges table at the end of the page: each judge's κ
     against the human majority, per question."""
     parts = [
         f"{question}: "
         + ", ".join(
-            f"{j['judge']} κ {present.number(j['cohen_kappa'])} {present.interval(j['kappa_ci'])} ({j['n']} items)"
-            for j in report["judges"]
+            f"{j.judge} κ {present.number(j.cohen_kappa)} {present.interval(j.kappa_ci)} ({j.n} items)" for j in report.judges
         )
-        for question, report in voted["questions"].items()
+        for question, report in StudyJudges.of(voted).questions.items()
     ]
     return "Automatic judges against the human majority (their table is at the end of the page): " + "; ".join(parts) + "."
 
@@ -405,24 +407,24 @@ def judges_line(voted: dict) -> str:
 JUDGE_COLUMNS = ("judge", "items", "accuracy", "Cohen's κ", "95% CI (bootstrap over items)")
 
 
-def _voted_judges(voted: dict) -> None:
+def _voted_judges(voted: StudyJudges) -> None:
     """Per question, each judge that voted in the study: the items it shares with the human majority,
     accuracy, Cohen's κ and its interval (``metrics.judges.judge_report``); the notes as text."""
     st.caption(
-        f"Judges that voted in this study ({len(voted['judges'])}), each against the majority of the humans' "
+        f"Judges that voted in this study ({len(voted.judges)}), each against the majority of the humans' "
         "votes (ties left out); their votes are kept apart from the humans' unless the setting "
         "'Count automatic judges with the humans' is on."
     )
-    if not voted["questions"]:
+    if not voted.questions:
         st.text("No question has both a judge's votes and the humans' votes yet.")
-    for question, report in voted["questions"].items():
+    for question, report in voted.questions.items():
         rows = [
-            [j["judge"], j["n"], present.number(j["accuracy"]), present.number(j["cohen_kappa"]), present.interval(j["kappa_ci"])]
-            for j in report["judges"]
+            [j.judge, j.n, present.number(j.accuracy), present.number(j.cohen_kappa), present.interval(j.kappa_ci)]
+            for j in report.judges
         ]
-        st.text(f"Question {question}: {report['n_items_with_majority']} items with a human majority.")
+        st.text(f"Question {question}: {report.n_items_with_majority} items with a human majority.")
         tables.show_table(pd.DataFrame(rows, columns=list(JUDGE_COLUMNS)), f"judges {question}")
-        for note in report["notes"]:
+        for note in report.notes:
             st.text(note)
 
 
@@ -436,7 +438,7 @@ def show_table(table: present.Table, *, subheader: bool = True) -> None:
         st.text(note)
 
 
-def _agreement_section(agreement: dict) -> None:
+def _agreement_section(agreement: Agreement) -> None:
     agreement_table = present.agreement_table(agreement)
     st.subheader(agreement_table.title)
     tables.show_table(pd.DataFrame(agreement_table.rows, columns=list(agreement_table.columns)), agreement_table.title)
@@ -447,10 +449,12 @@ def _agreement_section(agreement: dict) -> None:
             st.text(note)
 
 
-def _majority_section(majority: dict, tie: str, study=None, user=None, model_labels: dict | None = None) -> None:
+def _majority_section(
+    majority: dict[str, MajorityTable], tie: str, study=None, user=None, model_labels: dict | None = None
+) -> None:
     show_table(present.majority_summary(majority, tie))
     question = st.selectbox("Items of a question", list(majority), key="analysis-majority-question")
-    rows = majority[question]["rows"]
+    rows = list(majority[question].rows)
     split_only = st.checkbox("Only split items (no majority, or at most 2/3 agreeing)", key="analysis-split")
     if split_only:
         rows = [r for r in rows if _split(r)]
@@ -464,26 +468,26 @@ def _majority_section(majority: dict, tie: str, study=None, user=None, model_lab
                 show_table(table)
 
 
-def _split(row: dict) -> bool:
+def _split(row: MajorityRow | dict) -> bool:
     """No majority, or the largest answer has at most two thirds of the votes."""
-    counts = [v for k, v in row.items() if k.startswith("n_") and k != "n_votes"]
-    return row["majority"] is None or max(counts, default=0) <= 2 / 3 * row["n_votes"]
+    row = MajorityRow.of(row)
+    return row.majority is None or max(row.counts.values(), default=0) <= 2 / 3 * row.n_votes
 
 
-def _drill_down(study, user, question: str, rows: list[dict]) -> None:
+def _drill_down(study, user, question: str, rows: list[MajorityRow]) -> None:
     """Every vote and comment on one item, and the adjudicator's final label (its own event)."""
     engine = app_engine()
     with st.expander("Drill down into an item and adjudicate"):
-        labels = {f"{r['item']}\u241f{r.get('condition') or ''}": r for r in rows}
+        labels = {f"{r.item}\u241f{r.condition}": r for r in rows}
         chosen = st.selectbox("Item", list(labels), format_func=lambda k: k.replace("\u241f", "  ·  "), key="analysis-drill")
         row = labels[chosen]
-        condition = row.get("condition") or ""
-        events = guard(lambda: service.item_votes(engine, user, study.id, row["item"], condition)) or []
+        condition = row.condition
+        events = guard(lambda: service.item_votes(engine, user, study.id, row.item, condition)) or []
         st.caption(
             "Every vote event, oldest first; 'current' marks each annotator's latest answer (what the analysis "
             "counts), the others were superseded by a change."
         )
-        tables.show_table(_event_frame(events), f"votes on {row['item']} {condition}")
+        tables.show_table(_event_frame(events), f"votes on {row.item} {condition}")
         with st.form("adjudicate"):
             # No answer chosen at first: the adjudicator picks one (a pre-chosen 1 was recorded by a mere click).
             value = st.radio("Final label", ["1", "0"], index=None, horizontal=True, key="analysis-final")
@@ -493,7 +497,7 @@ def _drill_down(study, user, question: str, rows: list[dict]) -> None:
                     st.error("Choose the final label first: nothing was recorded.")
                 else:
                     guard(
-                        lambda: service.adjudicate(engine, user, study.id, row["item"], condition, question, value, note),
+                        lambda: service.adjudicate(engine, user, study.id, row.item, condition, question, value, note),
                         "Recorded; the majority export gives it as the final label.",
                     )
 
@@ -527,30 +531,31 @@ def _event_frame(events: list[dict]) -> pd.DataFrame:
     return frame.rename(columns=EVENT_COLUMNS)
 
 
-def _correlation_section(result: dict) -> None:
-    if "correlation" not in result:
+def _correlation_section(result: StudyAnalysis) -> None:
+    if result.correlation is None:
         st.subheader("Metrics against human ratings")
-        st.info(result.get("correlation_note", "No correlation yet."))
+        st.info(result.correlation_note if result.correlation_note is not None else "No correlation yet.")
         return
-    correlation = result["correlation"]
-    show_table(present.correlation_table(correlation, result.get("condition")))
+    correlation = result.correlation
+    show_table(present.correlation_table(correlation, result.condition))
     plan = present.planning_line(correlation)
     if plan:
         st.caption(plan)
     differences = present.williams_table(correlation)
-    adjusted = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "BH"}.get(correlation.get("comparisons", {}).get("adjust"))
+    family = correlation.comparisons
+    adjusted = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "BH"}.get(family.adjust if family else None)
     with st.expander(f"{differences.title}: r_A − r_B, Zou's interval, Williams' test" + (f", {adjusted}" if adjusted else "")):
         show_table(differences, subheader=False)
-    if "system_level" in result:
-        with st.expander(f"System level: {result['system_level']['n_systems']} systems as the unit"):
-            show_table(present.system_table(result["system_level"]), subheader=False)
-    metric = st.selectbox("Plot a metric against the rating", [r.metric for r in metric_rows(correlation)], key="analysis-metric")
+    if result.system_level is not None:
+        with st.expander(f"System level: {result.system_level.n_systems} systems as the unit"):
+            show_table(present.system_table(result.system_level), subheader=False)
+    metric = st.selectbox("Plot a metric against the rating", [r.metric for r in correlation.metrics], key="analysis-metric")
     st.altair_chart(metric_rating_chart(correlation, metric))
-    if result.get("calibration"):
-        show_table(present.calibration_table(result["calibration"]))
+    if result.calibration is not None:
+        show_table(present.calibration_table(result.calibration))
 
 
-def _lambda_section(calibration: dict, sentences: list) -> None:
+def _lambda_section(calibration: Calibration, sentences: list) -> None:
     """λ right after the answers (issue 27, item 4): the summary's λ sentences, λ*, r there and the
     cross-validated r, each with its interval, beside the r(λ) curve; its table comes with the others below."""
     st.subheader("Which λ makes FGA agree most with people")
@@ -558,9 +563,9 @@ def _lambda_section(calibration: dict, sentences: list) -> None:
         st.markdown(Summary(tuple(sentences)).markdown())
     numbers, chart = st.columns([1, 3])
     number, interval = present.number, present.interval
-    numbers.metric("best λ", number(calibration["best_lambda"]), help=f"95% CI {interval(calibration['ci_lambda'])}")
-    numbers.caption(f"95% CI {interval(calibration['ci_lambda'])}")
-    numbers.metric("r at best λ", number(calibration["r_best"]), help=f"95% CI {interval(calibration['ci_r'])}")
-    numbers.caption(f"95% CI {interval(calibration['ci_r'])}")
-    numbers.metric("cross-validated r", number(calibration["cv_r"]), help=f"{len(calibration['cv_folds'])} folds")
+    numbers.metric("best λ", number(calibration.best_lambda), help=f"95% CI {interval(calibration.ci_lambda)}")
+    numbers.caption(f"95% CI {interval(calibration.ci_lambda)}")
+    numbers.metric("r at best λ", number(calibration.r_best), help=f"95% CI {interval(calibration.ci_r)}")
+    numbers.caption(f"95% CI {interval(calibration.ci_r)}")
+    numbers.metric("cross-validated r", number(calibration.cv_r), help=f"{len(calibration.cv_folds)} folds")
     chart.altair_chart(_sized(r_lambda_chart(calibration)), width="content")
