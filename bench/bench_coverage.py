@@ -1,6 +1,7 @@
 """Simulation: do the intervals keep 0.95 at the sizes studies have (30, 50 and 100 dialogues)?
 
     python -m bench.bench_coverage [--replicates 1000] [--sizes 30,50,100] [--resamples 1000] [--seed 0] [--json]
+                                   [--designs normal,...] [--estimates spearman,kendall]
 
 Every estimate the correlation analysis reports with an interval, under five designs, each interval
 family beside the default (``metrics.correlation``).  Rows: ``{"estimate", "design", "n", "family",
@@ -21,7 +22,14 @@ design draws its annotators from a pool, so the two-way bootstrap has annotators
   N(0, 0.5²) and a slope N(1, 0.3²), y = offset + slope·t + N(0, 0.7²), 3 of the pool per dialogue;
 - ``same_4_annotators``: the same 4 annotators rate every dialogue, slopes N(1, 0.8²), offsets N(0,
   0.5²), y = offset + slope·t + N(0, 0.7²), A and B as in rater_pool;
-- ``unbalanced``: the normal design with 1-5 votes per dialogue (uniform).
+- ``unbalanced``: the normal design with 1-5 votes per dialogue (uniform);
+- ``tied_votes`` (heavy ties, as a tracker that errs in some dialogues only): each dialogue has 4-12 turns
+  and a difficulty h ~ N(0, 1); each turn is wrong with probability Φ(−1.65 + h), with 1 + Poisson(0.6)
+  wrong slots; A = the mean over turns of exp(−0.5 · wrong slots) (an FGA-like score), B = JGA (the share
+  of turns without a wrong slot), both 1 on the ~59% of dialogues without an error (64-72% of a study's
+  values tied); a latent quality q = 0.6 − 8·(1 − A) + N(0, 0.7²); a pool of 30 annotators, each with a
+  leniency N(0, 0.6²); 2-5 of them (uniform) per dialogue, each voting 1 when q + leniency + N(0, 1) > 0;
+  the rating the mean of those binary votes.
 
 Truth: the population value of what each estimate estimates, the annotators being a sample of a
 population of annotators: r of A with the mean rating (``pearson_mean``, ``pearson_two_way``), with a
@@ -32,8 +40,14 @@ bivariate normality, rank coefficients (Spearman 6/π·asin(ρ/2), Kendall 2/π�
 design's by Gauss-Hermite quadrature over the latent noise, exact over the 300 dialogues; for
 same_4_annotators ρ at the population's mean slope (1, as the bench of issue 15 did; in pairs mode, votes
 pooled over annotators, their offsets' and slopes' variance is in a vote's); rank coefficients
-of non-normal designs from one simulation of 400,000 dialogues (Monte-Carlo error about 0.002).  The
+of non-normal designs from one simulation of 400,000 dialogues (Monte-Carlo error about 0.002); the
+tied_votes design's Pearson and ceiling values from the same kind of simulation, with each dialogue's
+probability of a vote of 1 over the population of annotators, Φ(q / √(1 + 0.6²)), in closed form.  The
 ceiling is not simulated for same_4_annotators: a fixed crossed panel is outside its one-way model.
+
+``--designs`` and ``--estimates`` run a part of the correlation section alone (``--estimates`` skips the
+other sections); the rank coefficients' intervals need no bootstrap and no second metric, so ``--estimates
+spearman,kendall`` computes only those, on the same simulated studies as a full run with the same seed.
 ``williams_rows``: Williams' test's level (the share of studies that do not reject two equally good
 metrics, nominal 0.95), on dialogue means (reported) and on vote-level r with n = votes (before issue 15).
 """
@@ -50,12 +64,25 @@ import numpy as np
 
 from bench import coverage_agreement, coverage_lambda
 
-DESIGNS = ("normal", "fixture_binary", "rater_pool", "same_4_annotators", "unbalanced")
+DESIGNS = ("normal", "fixture_binary", "rater_pool", "same_4_annotators", "unbalanced", "tied_votes")
+RANK_ESTIMATES = ("spearman", "kendall")  # their intervals need neither a bootstrap nor metric B
 SIZES = (30, 50, 100)
 # Design parameters, named once (the docstring says them in words)
 FIXTURE = {"dialogues": 300, "beta": 1.2, "noise": 0.8, "shift": 0.3, "votes": 3}
 POOL = {"size": 12, "offset": 0.5, "slope": 0.3, "noise": 0.7, "votes": 3, "a": 0.8, "b": 1.2}
 SAME_4 = {"size": 4, "offset": 0.5, "slope": 0.8, "noise": 0.7, "a": 0.8, "b": 1.2}
+TIED = {
+    "turns": (4, 12),  # per dialogue, uniform
+    "base": -1.65,  # a turn is wrong with probability Φ(base + h), h ~ N(0, 1) the dialogue's difficulty
+    "extra_slots": 0.6,  # a wrong turn has 1 + Poisson(extra_slots) wrong slots
+    "decay": 0.5,  # a turn's A score: exp(−decay · wrong slots)
+    "shift": 0.6,  # latent quality q = shift − weight · (1 − A) + N(0, noise²)
+    "weight": 8.0,
+    "noise": 0.7,
+    "pool": 30,  # annotators per study, each with a leniency N(0, leniency²)
+    "leniency": 0.6,
+    "votes": (2, 5),  # distinct annotators per dialogue, uniform
+}
 
 
 @lru_cache(maxsize=1)
@@ -86,8 +113,30 @@ def _matrix(rng, pool: int, dialogues: int, counts: np.ndarray) -> np.ndarray:
     return (np.argsort(order, axis=1) < counts[:, None]).T
 
 
+def tied_dialogues(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tied_votes design's dialogues: (A, B = JGA, latent quality q), each of size n."""
+    from scipy.stats import norm
+
+    s = TIED
+    turns = rng.integers(s["turns"][0], s["turns"][1] + 1, n)
+    wrong_p = norm.cdf(s["base"] + rng.normal(size=n))
+    live = np.arange(s["turns"][1])[None, :] < turns[:, None]
+    wrong = live & (rng.random((n, s["turns"][1])) < wrong_p[:, None])
+    slots = np.where(wrong, 1 + rng.poisson(s["extra_slots"], wrong.shape), 0)
+    a = np.where(live, np.exp(-s["decay"] * slots), 0.0).sum(axis=1) / turns
+    b = (live & ~wrong).sum(axis=1) / turns
+    q = s["shift"] - s["weight"] * (1 - a) + rng.normal(scale=s["noise"], size=n)
+    return a, b, q
+
+
 def draw(design: str, n: int, rng: np.random.Generator) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """One study: metrics {"fga_0.5": A, "jga": B} per dialogue and the annotators × dialogues votes (NaN: none)."""
+    if design == "tied_votes":
+        a, b, q = tied_dialogues(n, rng)
+        leniency = rng.normal(scale=TIED["leniency"], size=TIED["pool"])
+        rated = _matrix(rng, TIED["pool"], n, rng.integers(TIED["votes"][0], TIED["votes"][1] + 1, n))
+        votes = (q[None, :] + leniency[:, None] + rng.normal(size=rated.shape) > 0).astype(float)
+        return {"fga_0.5": a, "jga": b}, np.where(rated, votes, np.nan)
     if design == "fixture_binary":
         fga, jga = fixture_pool()
         chosen = rng.integers(0, fga.size, n)
@@ -121,7 +170,13 @@ def _rank_truth(design: str, seed: int = 12345, dialogues: int = 400_000) -> tup
     from scipy import stats
 
     rng = np.random.default_rng(seed)
-    if design == "fixture_binary":
+    if design == "tied_votes":  # each vote from a new annotator of the population
+        a, _, q = tied_dialogues(dialogues, rng)
+        most = TIED["votes"][1]
+        k = rng.integers(TIED["votes"][0], most + 1, dialogues)
+        votes = q[None, :] + rng.normal(scale=TIED["leniency"], size=(most, dialogues)) + rng.normal(size=(most, dialogues)) > 0
+        mean = (votes & (np.arange(most)[:, None] < k[None, :])).sum(axis=0) / k
+    elif design == "fixture_binary":
         fga, _ = fixture_pool()
         chosen = rng.integers(0, fga.size, dialogues)
         q = _latent(fga)[chosen] + rng.normal(scale=FIXTURE["noise"], size=dialogues)
@@ -173,6 +228,24 @@ def population_truth(design: str) -> dict[str, float]:
         values["diff_zou"] = values["pearson_mean"] - rho(jga, var_mean)
         icc = var_p / var_vote
         values["ceiling"] = math.sqrt(icc / (icc + (1 - icc) / k))
+        values["spearman"], values["kendall"] = _rank_truth(design)
+    elif design == "tied_votes":
+        from scipy.stats import norm
+
+        a, b, q = tied_dialogues(400_000, np.random.default_rng(12345))
+        p = norm.cdf(q / math.sqrt(1 + TIED["leniency"] ** 2))  # P(vote 1 | dialogue), over the annotators
+        inverse_k = float(np.mean(1 / np.arange(TIED["votes"][0], TIED["votes"][1] + 1)))
+        m, var_p = float(p.mean()), float(p.var())
+        var_vote = m * (1 - m)
+        var_mean = var_p + (var_vote - var_p) * inverse_k  # var E[y|d] + E var(y|d) / k
+
+        def rho(x: np.ndarray, var: float) -> float:
+            return float(np.mean((x - x.mean()) * (p - m)) / math.sqrt(x.var() * var))
+
+        values = {"pearson_mean": rho(a, var_mean), "pearson_pairs": rho(a, var_vote)}
+        values["diff_zou"] = values["pearson_mean"] - rho(b, var_mean)
+        icc = var_p / var_vote
+        values["ceiling"] = math.sqrt(icc / (icc + (1 - icc) * inverse_k))
         values["spearman"], values["kendall"] = _rank_truth(design)
     elif design == "rater_pool":
         s = POOL
@@ -238,12 +311,19 @@ def _inside(interval, value: float) -> bool:
     return interval is not None and interval[0] <= value <= interval[1]
 
 
-def study_intervals(metrics: dict[str, np.ndarray], matrix: np.ndarray, resamples: int, seed: int) -> dict[str, dict]:
+def study_intervals(
+    metrics: dict[str, np.ndarray], matrix: np.ndarray, resamples: int, seed: int, estimates: tuple[str, ...] | None = None
+) -> dict[str, dict]:
     """Every interval the tool computes for one study: {estimate: {family: [lo, hi] | None}}, through the
-    functions the analysis uses (``correlation_report``, ``ceiling_report``)."""
+    functions the analysis uses (``correlation_report``, ``ceiling_report``); only ``estimates`` when given
+    (the rank coefficients alone: one report of metric A without resamples, which gives the same intervals)."""
     from metrics.correlation import ceiling_report, correlation_report, diff_ci, mover_diff_ci, zou_diff_ci
 
     ratings = _ratings(matrix, "mean")
+    if estimates is not None and set(estimates) <= set(RANK_ESTIMATES):
+        one = correlation_report({"fga_0.5": metrics["fga_0.5"]}, ratings, resamples=0, adjust="none", family="all")
+        ranks = one["metrics"][0].get("rank_intervals", {})
+        return {estimate: ranks[estimate] for estimate in estimates if estimate in ranks}
     mean = correlation_report(metrics, ratings, resamples=resamples, seed=seed, adjust="none", family="all")
     a, b = mean["metrics"]
     (w,) = mean["williams"]
@@ -261,7 +341,7 @@ def study_intervals(metrics: dict[str, np.ndarray], matrix: np.ndarray, resample
     out["pearson_two_way"] = two["metrics"][0]["intervals"]
     annotators = [str(i) for i in range(matrix.shape[0])]
     out["ceiling"] = ceiling_report(annotators, matrix, resamples=resamples, seed=seed)["intervals"]
-    return out
+    return out if estimates is None else {estimate: out[estimate] for estimate in estimates if estimate in out}
 
 
 def default_family(estimate: str) -> str:
@@ -279,17 +359,21 @@ def default_family(estimate: str) -> str:
     }[estimate]
 
 
-def correlation_rows(replicates: int, sizes=SIZES, resamples: int = 1000, seed: int = 0, designs=DESIGNS) -> list[dict]:
-    """Coverage rows of every correlation estimate × design × n × interval family."""
+def correlation_rows(
+    replicates: int, sizes=SIZES, resamples: int = 1000, seed: int = 0, designs=DESIGNS, estimates=None
+) -> list[dict]:
+    """Coverage rows of every correlation estimate (or of ``estimates``) × design × n × interval family.  A
+    design's studies depend on the seed, its place in DESIGNS and n only, so a part run alone draws the
+    same studies as the full run."""
     rows = []
-    for d_index, design in enumerate(designs):
+    for design in designs:
         values = population_truth(design)
         for n in sizes:
-            rng = np.random.default_rng([seed, d_index, n])
+            rng = np.random.default_rng([seed, DESIGNS.index(design), n])
             hits: dict[tuple[str, str], int] = {}
             for _ in range(replicates):
                 metrics, matrix = draw(design, n, rng)
-                found = study_intervals(metrics, matrix, resamples, int(rng.integers(1 << 31)))
+                found = study_intervals(metrics, matrix, resamples, int(rng.integers(1 << 31)), estimates)
                 for estimate, families in found.items():
                     if estimate == "ceiling" and design == "same_4_annotators":
                         continue
@@ -379,15 +463,29 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--designs", default=",".join(DESIGNS), help="the correlation section's designs, comma-separated")
+    parser.add_argument(
+        "--estimates", default=None, help="only these estimates of the correlation section, comma-separated (no other section)"
+    )
     args = parser.parse_args()
     sizes = tuple(int(v) for v in args.sizes.split(","))
+    designs = tuple(v for v in args.designs.split(",") if v)
+    unknown = sorted(set(designs) - set(DESIGNS))
+    if unknown:
+        parser.error(f"unknown design(s) {', '.join(unknown)}; known: {', '.join(DESIGNS)}")
+    estimates = None if args.estimates is None else tuple(v for v in args.estimates.split(",") if v)
     started = time.perf_counter()
-    rows = [row for section in SECTIONS for row in section(args.replicates, sizes, args.resamples, args.seed)]
+    rows = correlation_rows(args.replicates, sizes, args.resamples, args.seed, designs, estimates)
+    if estimates is None:
+        others = [section for section in SECTIONS if section is not correlation_rows]
+        rows += [row for section in others for row in section(args.replicates, sizes, args.resamples, args.seed)]
     settings = {
         "replicates": args.replicates,
         "sizes": list(sizes),
         "resamples": args.resamples,
         "seed": args.seed,
+        "designs": list(designs),
+        "estimates": None if estimates is None else list(estimates),
         "nominal": 0.95,
         "seconds": round(time.perf_counter() - started, 1),
     }

@@ -10,7 +10,8 @@ Column contracts:
   ``final_source`` says ``adjudicated`` or ``majority``); the free-text ``transcription`` is left out
 - agreement: question, n_items, n_annotators, n_votes, level, then each coefficient with
   ``_low`` / ``_high`` (95 % bootstrap CI), notes
-- correlation: metric, n, pearson, pearson_low, pearson_high, p_value, bootstrap_low,
+- correlation: metric, n, pearson, pearson_low, pearson_high, p_value (the test of r = 0 that the
+  pearson_low / pearson_high interval inverts: p < 0.05 exactly when it excludes 0), bootstrap_low,
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
   comparison, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007)
   from jackknife-t intervals, t of Williams' test, p_value of the interval's own test, p_adjusted

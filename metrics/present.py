@@ -284,7 +284,7 @@ def correlation_table(correlation: CorrelationReport | Mapping[str, Any], condit
         "metric",
         "Pearson r",
         fisher_header(view),
-        "p (Pearson r = 0)",
+        p_header(view),
         bootstrap_header(view),
         "Spearman ρ",
         "Kendall τ",
@@ -336,6 +336,35 @@ def fisher_header(correlation: CorrelationReport | Mapping[str, Any]) -> str:
     if resampled == {True, False}:
         return "95% CI (Fisher z, n = dialogues or SE by bootstrap over dialogues)"
     return "95% CI (Fisher z, n = dialogues)"
+
+
+# The test each interval family's p-value is (metrics.correlation.pearson_p_value: the test the row's interval
+# inverts), by the family that starts a row's ``ci_method``
+P_TESTS = {
+    "jackknife_t": "jackknife t on Fisher z",
+    "sandwich_t": "sandwich t on Fisher z",
+    "boot_se_t": "bootstrap-SE t on Fisher z",
+    "fisher": "Fisher z test",
+    "percentile": "percentile bootstrap inverted",
+    "bca": "BCa bootstrap inverted",
+    "studentized": "studentized bootstrap inverted",
+}
+
+
+def _p_test(method: str) -> str:
+    if method.startswith("fisher z, bootstrap SE"):  # pairs mode with a bootstrap and no jackknife
+        return "bootstrap-SE t on Fisher z"
+    family = method.split(":")[0].split(",")[0]
+    return P_TESTS.get(family, "the interval's own test")
+
+
+def p_header(correlation: CorrelationReport | Mapping[str, Any]) -> str:
+    """The p column's header: the null hypothesis and the test done, the one each row's reported interval
+    inverts (so that p < 0.05 exactly when the interval excludes 0), named from the rows' ``ci_method``."""
+    tests = {_p_test(r.ci_method or "") for r in CorrelationReport.of(correlation).metrics if r.p_value is not None}
+    if len(tests) == 1:
+        return f"p (r = 0; {tests.pop()})"
+    return "p (r = 0; each interval's own test)" if tests else "p (r = 0)"
 
 
 def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:

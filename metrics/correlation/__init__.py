@@ -1,5 +1,5 @@
-"""Metric–human correlation per dialogue: Pearson (+ Fisher-z and bootstrap CIs), Spearman,
-Kendall, Williams' test between two metrics, and the human ceiling.
+"""Metric–human correlation per dialogue: Pearson (+ jackknife-t, Fisher-z and bootstrap CIs), Spearman,
+Kendall (jackknife-t CIs), Williams' test between two metrics, and the human ceiling.
 
 Ratings are *observations* (dialogue index, value).  ``mean`` (default) and ``majority``
 give one observation per dialogue; ``pairs`` keeps every vote as its own observation (the
@@ -10,9 +10,12 @@ Williams' test (Williams 1959; Graham & Baldwin 2014) for r(human, A) vs r(human
 The difference r12 − r13 gets Zou's (2007) interval for overlapping dependent correlations (as R's
 cocor ``zou2007``), and the p-values of every pair reported are adjusted together (Holm by default).
 
-In ``pairs`` mode the unit is the dialogue: the Fisher interval, the p-value and Williams' test use
+Each metric's p-value is the test its reported interval inverts (for the default jackknife-t, t =
+atanh(r) / SE_jack on dialogues − 1 df), so that the interval excludes 0 exactly when p < 0.05.
+
+In ``pairs`` mode the unit is the dialogue: the intervals, the p-value and Williams' test use
 n = dialogues (the votes of one dialogue are not independent observations; with 3 or fewer dialogues there
-is no Fisher interval and no p), and the bootstrap resamples dialogues.
+is no interval and no p, in any mode), and the bootstrap resamples dialogues.
 
 The package, one module per job (each imports only those above it):
 
@@ -55,6 +58,7 @@ from metrics.correlation.pearson import (
     leave_one_out_pearson,
     pearson_intervals,
     pearson_moments,
+    pearson_p_value,
     pearson_se,
     weighted_pearson,
 )
@@ -136,6 +140,7 @@ __all__ = [
     "numeric_ratings",
     "pearson_intervals",
     "pearson_moments",
+    "pearson_p_value",
     "pearson_se",
     "percentile_ci",
     "rank_cis",

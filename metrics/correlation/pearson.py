@@ -180,6 +180,47 @@ def jackknife_components(
     return dialogues, annotators, total**2 / (dialogues**2 / df_d + annotators**2 / (a.size - 1))
 
 
+def _z_scale_forms(
+    r: float,
+    units: int,
+    *,
+    boot: np.ndarray | None = None,
+    se: float | None = None,
+    jackknife: np.ndarray | None = None,
+    jackknife_annotators: np.ndarray | None = None,
+    jackknife_votes: np.ndarray | None = None,
+) -> dict[str, tuple[float, float]]:
+    """The families of INTERVAL_FAMILIES that are z ± q·SE on Fisher's z = atanh r, as {family: (SE of z, df of
+    the quantile)} (df = inf: the normal quantile), for those whose inputs are there: what their intervals
+    (``pearson_intervals``) and their tests (``pearson_p_value``) are both made of."""
+    forms: dict[str, tuple[float, float]] = {}
+    if units > 3:
+        forms["fisher"] = (1 / math.sqrt(units - 3), math.inf)
+    var_d, var_a, df = (0.0, 0.0, float(max(units - 1, 1)))
+    if jackknife is not None:
+        var_d, var_a, df = jackknife_components(jackknife, jackknife_annotators, jackknife_votes)
+    if se is not None and np.isfinite(se) and se > 0:
+        forms["sandwich_t"] = (float(se), df)
+    if var_d + var_a > 0:
+        forms["jackknife_t"] = (math.sqrt(var_d + var_a), df)
+    if boot is not None:
+        finite = np.isfinite(boot)
+        if finite.sum() >= max(10, boot.size / 2):
+            spread = float(np.std(fisher_z(boot[finite]), ddof=1))
+            if jackknife_votes is not None and jackknife_annotators is not None:  # two-way: the votes' noise once
+                spread = math.sqrt(max(spread**2 - jackknife_variance(jackknife_votes), var_d))
+            if spread > 0:
+                forms["boot_se_t"] = (spread, df)
+    return forms
+
+
+def _quantile(tail: float, df: float) -> float:
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    return float(norm.ppf(tail) if math.isinf(df) else student_t.ppf(tail, df))
+
+
 def pearson_intervals(
     r: float,
     units: int,
@@ -197,52 +238,120 @@ def pearson_intervals(
     data's, ``jackknife`` r without each dialogue, ``jackknife_annotators`` r without each annotator (the
     bootstrap drew annotators too: the acceleration, the jackknife SE and the t's df are two-way),
     ``jackknife_votes`` r without each vote (two-way: the votes' noise counted once, ``jackknife_components``)."""
-    from scipy.stats import norm
-    from scipy.stats import t as student_t
-
     out: dict[str, list[float] | None] = dict.fromkeys(INTERVAL_FAMILIES)
     if r is None or not np.isfinite(r) or abs(r) >= 1:
         return out
     z = math.atanh(r)
     tail = 0.5 + confidence / 2
+    two_way = {"jackknife_annotators": jackknife_annotators, "jackknife_votes": jackknife_votes}
+    forms = _z_scale_forms(r, units, boot=boot, se=se, jackknife=jackknife, **two_way)
+    for family, (spread, df) in forms.items():
+        half = _quantile(tail, df) * spread
+        out[family] = [float(math.tanh(z - half)), float(math.tanh(z + half))]
+    for family in BOOTSTRAP_FAMILIES:
+        out[family] = _bootstrap_interval(family, r, boot, boot_se, se, jackknife, jackknife_annotators, confidence)
+    return out
 
-    def around(centre_low: float, centre_high: float) -> list[float]:
-        return [float(math.tanh(centre_low)), float(math.tanh(centre_high))]
 
-    if units > 3:
-        half = norm.ppf(tail) / math.sqrt(units - 3)
-        out["fisher"] = around(z - half, z + half)
-    var_d, var_a, df = (0.0, 0.0, float(max(units - 1, 1)))
-    if jackknife is not None:
-        var_d, var_a, df = jackknife_components(jackknife, jackknife_annotators, jackknife_votes)
-    q = float(student_t.ppf(tail, df))
-    if se is not None and np.isfinite(se) and se > 0:
-        out["sandwich_t"] = around(z - q * se, z + q * se)
-    if var_d + var_a > 0:
-        half = q * math.sqrt(var_d + var_a)
-        out["jackknife_t"] = around(z - half, z + half)
+# The families whose interval is read off the bootstrap distribution (not z ± q·SE)
+BOOTSTRAP_FAMILIES = ("percentile", "bca", "studentized")
+
+
+def _bootstrap_interval(
+    family: str,
+    r: float,
+    boot: np.ndarray | None,
+    boot_se: np.ndarray | None,
+    se: float | None,
+    jackknife: np.ndarray | None,
+    jackknife_annotators: np.ndarray | None,
+    confidence: float,
+) -> list[float] | None:
+    """One of BOOTSTRAP_FAMILIES' intervals for r (|r| < 1), None where its inputs are missing."""
     if boot is None:
-        return out
+        return None
     finite = np.isfinite(boot)
     if finite.sum() < max(10, boot.size / 2):
-        return out
-    lo, hi = percentile_ci(boot[finite], confidence)
-    out["percentile"] = [float(lo), float(hi)]
-    zb = fisher_z(boot[finite])
-    spread = float(np.std(zb, ddof=1))
-    if jackknife_votes is not None and jackknife_annotators is not None:  # two-way: the votes' noise once
-        spread = math.sqrt(max(spread**2 - jackknife_variance(jackknife_votes), var_d))
-    if spread > 0:
-        out["boot_se_t"] = around(z - q * spread, z + q * spread)
-    if jackknife is not None:
-        out["bca"] = bca_interval(r, boot, jackknife, confidence, jackknife_annotators)
-    if boot_se is not None and se is not None and np.isfinite(se) and se > 0:
-        ok = finite & np.isfinite(boot_se) & (boot_se > 0)
-        if ok.sum() >= max(10, boot.size / 2):
-            t_star = (fisher_z(boot[ok]) - z) / boot_se[ok]
-            t_lo, t_hi = np.percentile(t_star, [100 * (1 - tail), 100 * tail])
-            out["studentized"] = around(z - t_hi * se, z - t_lo * se)
-    return out
+        return None
+    if family == "percentile":
+        lo, hi = percentile_ci(boot[finite], confidence)
+        return [float(lo), float(hi)]
+    if family == "bca":
+        return None if jackknife is None else bca_interval(r, boot, jackknife, confidence, jackknife_annotators)
+    if boot_se is None or se is None or not np.isfinite(se) or se <= 0:
+        return None
+    ok = finite & np.isfinite(boot_se) & (boot_se > 0)
+    if ok.sum() < max(10, boot.size / 2):
+        return None
+    z, tail = math.atanh(r), 0.5 + confidence / 2
+    t_star = (fisher_z(boot[ok]) - z) / boot_se[ok]
+    t_lo, t_hi = np.percentile(t_star, [100 * (1 - tail), 100 * tail])
+    return [float(math.tanh(z - t_hi * se)), float(math.tanh(z - t_lo * se))]
+
+
+def pearson_p_value(
+    family: str,
+    r: float,
+    units: int,
+    *,
+    boot: np.ndarray | None = None,
+    boot_se: np.ndarray | None = None,
+    se: float | None = None,
+    jackknife: np.ndarray | None = None,
+    jackknife_annotators: np.ndarray | None = None,
+    jackknife_votes: np.ndarray | None = None,
+) -> float | None:
+    """The two-sided p-value of ρ = 0 by the test that ``family``'s interval (``pearson_intervals``, same
+    inputs) inverts, so that its interval at level c excludes 0 exactly when p < 1 − c; None where that
+    interval is None.
+
+    For the families that are z ± q·SE on Fisher's z (``fisher``, ``sandwich_t``, ``jackknife_t``,
+    ``boot_se_t``): t = atanh(r) / SE against the interval's own quantile, p = 2·(1 − F(|t|)), F Student's t
+    with the interval's df (the jackknife-t: dialogues − 1, or Satterthwaite's two-way df) or the normal
+    (``fisher``: SE = 1/√(n − 3)).  For the bootstrap families (``percentile``, ``bca``, ``studentized``),
+    whose intervals are nested in the level, p = 1 − the level at which the interval's nearer end touches
+    0 (bisection on the level to 1e-12): the test the interval inverts, by construction.  r = ±1: p = 0."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    inputs: dict[str, Any] = {
+        "boot": boot,
+        "se": se,
+        "jackknife": jackknife,
+        "jackknife_annotators": jackknife_annotators,
+        "jackknife_votes": jackknife_votes,
+    }
+    if r is None or not np.isfinite(r):
+        return None
+    if abs(r) >= 1:
+        return 0.0
+    forms = _z_scale_forms(r, units, **inputs)
+    if family in forms:
+        spread, df = forms[family]
+        statistic = abs(math.atanh(r)) / spread
+        return float(2 * (norm.sf(statistic) if math.isinf(df) else student_t.sf(statistic, df)))
+    if family not in INTERVAL_FAMILIES:
+        raise ValueError(f"unknown interval family {family!r}; known: {', '.join(INTERVAL_FAMILIES)}")
+    if family not in BOOTSTRAP_FAMILIES:
+        return None  # a z ± q·SE family whose inputs are missing: no interval, no test
+
+    def holds_zero(confidence: float) -> bool | None:
+        interval = _bootstrap_interval(family, r, boot, boot_se, se, jackknife, jackknife_annotators, confidence)
+        return None if interval is None else interval[0] <= 0 <= interval[1]
+
+    widest = 1 - 1e-12
+    start = holds_zero(widest)
+    if start is None:
+        return None
+    if not start:
+        return 1e-12
+    low, high = 0.0, widest  # the interval at ``low`` excludes 0 (or is a point), at ``high`` holds it
+    if holds_zero(1e-12):
+        return 1.0
+    while high - low > 1e-12:
+        middle = (low + high) / 2
+        low, high = (low, middle) if holds_zero(middle) else (middle, high)
+    return float(1 - high)
 
 
 def leave_one_out_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -266,13 +375,14 @@ def jackknife_t_interval(r: float, leave_one_out: np.ndarray, confidence: float 
 
 
 def fisher_row(r: float, n: int, confidence: float = 0.95) -> tuple[list[float], float]:
-    """Fisher-z interval and the two-sided t-test p-value of a Pearson r on n units."""
+    """Fisher-z interval of a Pearson r on n units, z ± z_q / √(n − 3), and the two-sided p-value of its own
+    test, z = atanh(r)·√(n − 3) against the normal (the interval excludes 0 exactly when p < 1 − confidence;
+    the exact t-test of r = 0 on n − 2 df is a different test, and a row printing it beside this interval
+    could disagree with it)."""
     from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     if n <= 3 or abs(r) >= 1:
         return [float(r), float(r)], 0.0 if abs(r) >= 1 else 1.0
     half = norm.ppf(0.5 + confidence / 2) / math.sqrt(n - 3)
     z = math.atanh(r)
-    t = r * math.sqrt((n - 2) / (1 - r**2))
-    return [math.tanh(z - half), math.tanh(z + half)], float(2 * student_t.sf(abs(t), n - 2))
+    return [math.tanh(z - half), math.tanh(z + half)], float(2 * norm.sf(abs(z) * math.sqrt(n - 3)))

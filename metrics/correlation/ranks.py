@@ -1,5 +1,19 @@
 """Spearman's ρ and Kendall's τ: leave-one-out values in closed form and their intervals (jackknife-t, and
 the fixed-variance Fisher ones).
+
+The reported intervals (``spearman_ci``, ``kendall_ci``; ``metrics.correlation.RANK_DEFAULT``) are both the
+jackknife-t of :func:`rank_jackknife_cis`, the fixed-variance ones of :func:`rank_cis` staying beside them in
+``rank_intervals``.  Simulated coverage of 95% intervals (``python -m bench.bench_coverage``; 1,000 studies
+per cell, Monte-Carlo SE about 0.007) with heavy ties (design ``tied_votes``: a metric equal to 1 on ~60% of
+dialogues, 64-72% of its values tied, ratings the mean of 2-5 binary votes from a pool of lenient and strict
+raters), at 30 / 50 / 100 dialogues:
+
+- Kendall's τ: Fieller, Hartley & Pearson's 0.437 / (n − 4) is the variance of τ on *untied bivariate normal*
+  data; ties change τ_b's variance, and it covered 0.91 / 0.90 / 0.90, where the jackknife-t, which
+  estimates the variance from the data, kept 0.96 / 0.96 / 0.95.  It is the default.
+- Spearman's ρ: the jackknife-t was already the default, and it does not under-cover with ties (0.96 / 0.96
+  / 0.95; Bonett & Wright's 0.95 / 0.95 / 0.95), nor in any other design of the bench, where Bonett &
+  Wright's over-covers with binary votes (0.97); so it stays, one family for both coefficients.
 """
 
 from __future__ import annotations
@@ -44,8 +58,9 @@ def rank_jackknife_cis(
     x: np.ndarray, y: np.ndarray, spearman: float | None, kendall: float | None, confidence: float = 0.95
 ) -> tuple[list[float] | None, list[float] | None]:
     """Intervals for Spearman's ρ and Kendall's τ on Fisher's z scale with the jackknife standard error and a
-    t quantile with n − 1 df (Efron & Tibshirani 1993, ch. 11; no normality assumed, unlike the fixed
-    variances of ``rank_cis``); None beyond 2,000 units (n × n matrices) or below 5."""
+    t quantile with n − 1 df (Efron & Tibshirani 1993, ch. 11; no normality assumed and ties allowed, unlike
+    the fixed variances of ``rank_cis``): the reported ones; None beyond 2,000 units (n × n matrices) or
+    below 5."""
     from scipy.stats import t as student_t
 
     if x.size < 5 or x.size > 2000:
@@ -66,7 +81,9 @@ def rank_cis(
     spearman: float | None, kendall: float | None, n: int, confidence: float = 0.95
 ) -> tuple[list[float] | None, list[float] | None]:
     """Fisher-z intervals for Spearman's ρ (Bonett & Wright 2000: var = (1 + ρ²/2) / (n − 3)) and
-    Kendall's τ (Fieller, Hartley & Pearson 1957: var = 0.437 / (n − 4)) on n units."""
+    Kendall's τ (Fieller, Hartley & Pearson 1957: var = 0.437 / (n − 4)) on n units: variances derived for
+    untied (bivariate normal) data, so Kendall's under-covers with many ties (see the module's docstring);
+    reported only where the jackknife gives none (pairs mode, below 5 or beyond 2,000 units)."""
     from scipy.stats import norm
 
     z = norm.ppf(0.5 + confidence / 2)

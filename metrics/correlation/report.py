@@ -21,6 +21,7 @@ from metrics.correlation.pearson import (
     jackknife_pearson,
     jackknife_votes,
     pearson_intervals,
+    pearson_p_value,
     pearson_se,
     weighted_pearson,
 )
@@ -45,8 +46,13 @@ def _none(value: Any) -> float | None:
 def correlate_one(
     x: np.ndarray, y: np.ndarray, boot_r: np.ndarray | None, confidence: float = 0.95, n_units: int | None = None
 ) -> dict[str, Any]:
-    """Pearson with Fisher-z CI and p (scipy), the bootstrap CI given, Spearman and Kendall.  With
-    ``n_units`` (pairs mode: the dialogues) the Fisher CI and p use that n, not the observations."""
+    """Pearson r with its Fisher-z interval and that interval's own test as ``p_value`` (:func:`fisher_row`:
+    z = atanh(r)·√(n − 3) against the normal, so that the interval excludes 0 exactly when p < 1 −
+    ``confidence``), the percentile interval of the bootstrap r values given, Spearman and Kendall.  n is
+    ``n_units`` (pairs mode: the dialogues, not the observations) or the observations; with 3 or fewer there
+    is no interval and no p.  In pairs mode with a bootstrap the interval is Fisher z with the bootstrap SE
+    over dialogues and a t quantile, and p its t test.  (:func:`correlation_report` replaces interval and p
+    by the default family's and its test.)"""
     from scipy import stats
 
     row: dict[str, Any] = {
@@ -60,26 +66,27 @@ def correlate_one(
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         row["note"] = "fewer than 3 observations" if x.size < 3 else "constant values: correlation undefined"
         return row
-    result = stats.pearsonr(x, y)
-    ci = result.confidence_interval(confidence)
-    row.update(pearson=float(result.statistic), pearson_ci=[float(ci.low), float(ci.high)], p_value=float(result.pvalue))
-    if n_units is not None:  # pairs: the unit is the dialogue
-        if n_units > 3:
-            row["pearson_ci"], row["p_value"] = fisher_row(row["pearson"], n_units, confidence)
-            row["ci_method"] = "fisher, n = dialogues (conservative)"
-        else:  # Fisher over dialogues needs n > 3: no interval, no p (fisher_row's [r, r] and p = 1 measure nothing)
-            row["pearson_ci"], row["p_value"] = None, None
-            row["ci_method"] = f"none: {n_units} dialogues; a Fisher interval over dialogues needs more than 3"
+    row["pearson"] = float(stats.pearsonr(x, y).statistic)
+    units = x.size if n_units is None else n_units
+    if units > 3:
+        row["pearson_ci"], row["p_value"] = fisher_row(row["pearson"], units, confidence)
+        pairs = n_units is not None
+        row["ci_method"] = "fisher, n = dialogues (conservative)" if pairs else f"fisher: {INTERVAL_FAMILIES['fisher']}"
+    else:  # Fisher over dialogues needs n > 3: no interval, no p (fisher_row's [r, r] and p = 1 measure nothing)
+        row["ci_method"] = f"none: {units} dialogues; a Fisher interval over dialogues needs more than 3"
+    if n_units is not None and n_units > 3:  # pairs: the unit is the dialogue
         if boot_r is not None and np.isfinite(boot_r).sum() >= boot_r.size / 2 and abs(row["pearson"]) < 1:
             # Fisher z with the standard error of z over the dialogue bootstrap and a t quantile with
             # dialogues − 1 df (few clusters); see python -m bench.bench_coverage for its coverage beside
-            # n = votes (0.80) and n = dialogues (0.995)
+            # n = votes (0.80) and n = dialogues (0.995); p: that interval's t test
             from scipy.stats import t as student_t
 
             spread = float(np.nanstd(np.arctanh(np.clip(boot_r, -0.999999, 0.999999)), ddof=1))
-            z, half = math.atanh(row["pearson"]), student_t.ppf(0.5 + confidence / 2, n_units - 1) * spread
-            row["pearson_ci"] = [math.tanh(z - half), math.tanh(z + half)]
-            row["ci_method"] = "fisher z, bootstrap SE over dialogues, t(dialogues - 1)"
+            if spread > 0:
+                z, half = math.atanh(row["pearson"]), student_t.ppf(0.5 + confidence / 2, n_units - 1) * spread
+                row["pearson_ci"] = [math.tanh(z - half), math.tanh(z + half)]
+                row["p_value"] = float(2 * student_t.sf(abs(z) / spread, n_units - 1))
+                row["ci_method"] = "fisher z, bootstrap SE over dialogues, t(dialogues - 1)"
     if boot_r is not None and np.isfinite(boot_r).sum() >= boot_r.size / 2:
         lo, hi = percentile_ci(boot_r, confidence)
         row["bootstrap_ci"] = [float(lo), float(hi)]
@@ -95,9 +102,14 @@ DEFAULT_INTERVAL = {"mean": "jackknife_t", "pairs": "jackknife_t", "two_way": "j
 DIFF_DEFAULT = "mover_jackknife_t"
 
 
-# Spearman's interval: ``rank_jackknife_cis`` (Bonett & Wright's Fisher one where it gives none, over 2,000
-# dialogues); Kendall's stays Fieller et al.'s Fisher one, which held 0.94-0.96 (bench_coverage)
-RANK_DEFAULT = {"spearman": "jackknife_t", "kendall": "fisher_fhp"}
+# The rank coefficients' reported intervals (``spearman_ci``, ``kendall_ci``): both the jackknife-t on Fisher's z
+# (``rank_jackknife_cis``; the fixed-variance Fisher ones of ``rank_cis`` where it gives none: pairs mode, fewer
+# than 5 or more than 2,000 dialogues).  With heavy ties (a metric at 1 on ~60% of dialogues, means of 2-5
+# binary votes: python -m bench.bench_coverage, design tied_votes) Fieller, Hartley & Pearson's fixed variance
+# of Kendall's τ, 0.437 / (n − 4), is that of untied normal data and covered ~0.90, the jackknife-t 0.95-0.96;
+# for Spearman's ρ the jackknife-t was already the default and held 0.95-0.96 there too (ranks.py says more);
+# the fixed-variance ones stay beside them in ``rank_intervals``
+RANK_DEFAULT = {"spearman": "jackknife_t", "kendall": "jackknife_t"}
 
 
 # Without a bootstrap (--bootstrap 0) a family that needs one falls back to the first of these that exists
@@ -133,9 +145,15 @@ def _pearson_row_intervals(
         if resample != "dialogues":
             jack_a = jackknife_annotators(masked, ratings, valid)
             jack_v = jackknife_votes(masked, ratings, valid)
-    intervals = pearson_intervals(
-        r, units, boot=boot, boot_se=boot_se, se=se, jackknife=jack, jackknife_annotators=jack_a, jackknife_votes=jack_v
-    )
+    inputs: dict[str, Any] = {
+        "boot": boot,
+        "boot_se": boot_se,
+        "se": se,
+        "jackknife": jack,
+        "jackknife_annotators": jack_a,
+        "jackknife_votes": jack_v,
+    }
+    intervals = pearson_intervals(r, units, **inputs)
     out: dict[str, Any] = {"bca_ci": intervals["bca"], "intervals": intervals}
     family = DEFAULT_INTERVAL[interval_key(ratings.mode, resample)]
     if intervals[family] is None:
@@ -144,6 +162,7 @@ def _pearson_row_intervals(
         unit = "dialogues and annotators" if resample != "dialogues" else "dialogues"
         out["pearson_ci"] = intervals[family]
         out["ci_method"] = f"{family}: {INTERVAL_FAMILIES[family]} (unit: {unit})"
+        out["p_value"] = pearson_p_value(family, r, units, **inputs)  # the reported interval's own test
     return out
 
 
@@ -164,7 +183,12 @@ def correlation_report(
     ``all`` pairs; :mod:`metrics.comparisons`), p-values adjusted over that family and intervals at
     the level that agrees with the adjustment (``adjust``: holm, bonferroni, bh or none), notes.  The
     bootstrap resamples dialogues, or dialogues and annotators (``resample``, see :func:`resample_sums`);
-    ``bca_ci`` is Efron's BCa interval for r, ``spearman_ci`` / ``kendall_ci`` Fisher-z intervals.
+    ``bca_ci`` is Efron's BCa interval for r, ``spearman_ci`` / ``kendall_ci`` Fisher-z intervals (``RANK_DEFAULT``).
+
+    Each metric's ``pearson_ci`` is the family of ``DEFAULT_INTERVAL`` (the fallback of
+    ``NO_BOOTSTRAP_FALLBACK`` where it has none), named in ``ci_method``, and its ``p_value`` is that
+    interval's own two-sided test of r = 0 (:func:`pearson_p_value`; the jackknife-t: t = atanh(r) / SE_jack
+    with dialogues − 1 df), so that the interval excludes 0 exactly when p < 0.05.
 
     ``metric_values[name]`` is per dialogue in ``ratings.dialogue_ids`` order; NaN values
     (AGA of a dialogue without non-empty gold) drop those observations for that metric.  ``n`` is
@@ -197,13 +221,14 @@ def correlation_report(
             **correlate_one(x_obs[keep], y[keep], boot, n_units=units if pairs else None),
         }
         row["spearman_ci"], row["kendall_ci"] = rank_cis(row["spearman"], row["kendall"], units)
-        if not pairs and row["pearson"] is not None:  # the rank intervals' other family (bench_coverage)
+        if not pairs and row["pearson"] is not None:  # both families of the rank intervals (bench_coverage)
             rho_jack, tau_jack = rank_jackknife_cis(x_obs[keep], y[keep], row["spearman"], row["kendall"])
             row["rank_intervals"] = {
                 "spearman": {"fisher_bw": row["spearman_ci"], "jackknife_t": rho_jack},
                 "kendall": {"fisher_fhp": row["kendall_ci"], "jackknife_t": tau_jack},
             }
-            row["spearman_ci"] = rho_jack or row["spearman_ci"]
+            row["spearman_ci"] = rho_jack or row["spearman_ci"]  # RANK_DEFAULT
+            row["kendall_ci"] = tau_jack or row["kendall_ci"]
         if row["pearson"] is None:
             undefined[name] = "fewer than 3 observations" if keep.sum() < 3 else "constant values"
         row["bca_ci"] = None

@@ -37,10 +37,12 @@ class MetricCorrelation:
     always gives ``n``, a table made by hand may not).
 
     ``pearson`` with its reported interval ``pearson_ci`` (the family ``ci_method`` names, with its unit of
-    resampling) and ``p_value`` (H0: r = 0); ``bootstrap_ci`` the percentile bootstrap and ``bca_ci`` the BCa
-    interval (None without resamples); ``spearman`` / ``kendall`` with their intervals; ``intervals`` every
-    family computed for r and ``rank_intervals`` both families for the ranks (for the coverage bench and the
-    JSON); ``note`` what was left out (dialogues without a value) or why r is undefined."""
+    resampling) and ``p_value``, the two-sided test of r = 0 that this interval inverts (for the jackknife-t,
+    t = atanh(r) / SE_jack on dialogues − 1 df), so that ``pearson_ci`` excludes 0 exactly when p < 0.05;
+    ``bootstrap_ci`` the percentile bootstrap and ``bca_ci`` the BCa interval (None without resamples);
+    ``spearman`` / ``kendall`` with their intervals (jackknife-t on Fisher's z); ``intervals`` every family
+    computed for r and ``rank_intervals`` both families for the ranks (for the coverage bench and the JSON);
+    ``note`` what was left out (dialogues without a value) or why r is undefined."""
 
     metric: str
     n: int | None = None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import norm, pearsonr
 
 from bench.corpus import write as write_corpus
 from formats import load_dialogues
@@ -223,9 +224,14 @@ def test_pearson_scipy_docstring_example_with_fisher_ci():
     x, y = np.array([1, 2, 3, 4, 5, 6, 7.0]), np.array([10, 9, 2.5, 6, 4, 3, 2])
     row = correlate_one(x, y, None)
     assert row["pearson"] == pytest.approx(-0.828503883588428)
-    assert row["p_value"] == pytest.approx(0.021280260007523286)
+    assert pearsonr(x, y).pvalue == pytest.approx(0.021280260007523286)  # scipy's t-test (n − 2 df)
     z, se = math.atanh(row["pearson"]), 1 / math.sqrt(len(x) - 3)
     assert row["pearson_ci"] == pytest.approx([math.tanh(z - 1.959963984540054 * se), math.tanh(z + 1.959963984540054 * se)])
+    # The row's p was scipy's t-test above; it is now the test its Fisher interval inverts (z·√(n − 3) against
+    # the normal), so that interval and p tell one story (the t-test could say p < 0.05 beside an interval
+    # that holds 0)
+    assert row["p_value"] == pytest.approx(2 * norm.sf(abs(z) / se))
+    assert row["p_value"] == pytest.approx(0.01795, abs=1e-5)
 
 
 def test_williams_published_examples():

@@ -171,3 +171,34 @@ def test_the_bench_json_has_rows_and_settings():
     mine = [r for r in result["rows"] if r["estimate"].startswith(("pearson_", "diff_", "ceiling", "spearman", "kendall"))]
     assert {r["design"] for r in mine} == set(bench_coverage.DESIGNS)
     assert all(ROW_KEYS <= set(r) for r in result["rows"])  # every section's rows keep the contract
+
+
+def test_the_tied_design_has_heavy_ties_and_its_rank_part_runs_alone():
+    """tied_votes: a metric at 1 on ~60% of dialogues, 2-5 binary votes each; the rank-only path of the
+    bench gives the intervals of the full one (the same report of metric A)."""
+    rng = np.random.default_rng(4)
+    at_one = []
+    for _ in range(20):
+        metrics, matrix = bench_coverage.draw("tied_votes", 100, rng)
+        at_one.append(np.mean(metrics["fga_0.5"] == 1))
+        assert np.all(metrics["jga"][metrics["fga_0.5"] == 1] == 1)
+        votes = np.isfinite(matrix).sum(axis=0)
+        assert votes.min() >= 2 and votes.max() <= 5 and set(np.unique(matrix[np.isfinite(matrix)])) <= {0.0, 1.0}
+    assert 0.5 < np.mean(at_one) < 0.7
+    metrics, matrix = bench_coverage.draw("tied_votes", 30, rng)
+    full = bench_coverage.study_intervals(metrics, matrix, 30, 1)
+    ranks = bench_coverage.study_intervals(metrics, matrix, 30, 1, bench_coverage.RANK_ESTIMATES)
+    assert ranks == {name: full[name] for name in bench_coverage.RANK_ESTIMATES}
+
+
+def test_the_reported_rank_intervals_are_the_jackknife_t():
+    """Kendall's fixed variance is that of untied data (it covered ~0.90 with heavy ties): both reported rank
+    intervals are the jackknife-t, the fixed-variance ones stay in rank_intervals."""
+    from metrics.correlation import RANK_DEFAULT
+
+    assert RANK_DEFAULT == {"spearman": "jackknife_t", "kendall": "jackknife_t"}
+    metrics, matrix = bench_coverage.draw("tied_votes", 40, np.random.default_rng(2))
+    row = correlation_report(metrics, bench_coverage._ratings(matrix, "mean"), resamples=0, adjust="none")["metrics"][0]
+    for name in ("spearman", "kendall"):
+        assert row[f"{name}_ci"] == row["rank_intervals"][name]["jackknife_t"]
+    assert row["rank_intervals"]["kendall"]["fisher_fhp"] != row["kendall_ci"]
