@@ -276,6 +276,7 @@ def correlation_table(correlation: CorrelationReport | Mapping[str, Any], condit
     system = f"System (condition): {condition}; " if condition else ""
     notes = [
         f"{system}{rating_line(view)}",
+        *filter(None, [p_note(view)]),
         ceiling_text(view.human_ceiling),
         *(note for note in view.notes if not note.startswith(NOT_COMPARED)),  # those: under the differences
         f"signature: {view.signature}",
@@ -284,7 +285,7 @@ def correlation_table(correlation: CorrelationReport | Mapping[str, Any], condit
         "metric",
         "Pearson r",
         fisher_header(view),
-        p_header(view),
+        P_HEADER,
         bootstrap_header(view),
         "Spearman ρ",
         "Kendall τ",
@@ -358,13 +359,17 @@ def _p_test(method: str) -> str:
     return P_TESTS.get(family, "the interval's own test")
 
 
-def p_header(correlation: CorrelationReport | Mapping[str, Any]) -> str:
-    """The p column's header: the null hypothesis and the test done, the one each row's reported interval
-    inverts (so that p < 0.05 exactly when the interval excludes 0), named from the rows' ``ci_method``."""
+P_HEADER = "p (r = 0)"  # short, so that the table fits a laptop's screen; the test done is its note
+
+
+def p_note(correlation: CorrelationReport | Mapping[str, Any]) -> str | None:
+    """The p column's note: the test done, the one each row's reported interval inverts (so that p < 0.05
+    exactly when the interval excludes 0), named from the rows' ``ci_method``; None without a p."""
     tests = {_p_test(r.ci_method or "") for r in CorrelationReport.of(correlation).metrics if r.p_value is not None}
-    if len(tests) == 1:
-        return f"p (r = 0; {tests.pop()})"
-    return "p (r = 0; each interval's own test)" if tests else "p (r = 0)"
+    if not tests:
+        return None
+    test = tests.pop() if len(tests) == 1 else "each interval's own test"
+    return f"p: the two-sided test of r = 0 that the row's 95% CI inverts ({test}); p < 0.05 exactly when the CI excludes 0."
 
 
 def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:
