@@ -71,7 +71,13 @@ SE.  Above the table: each cell's truth and the estimate's mean and SD across st
 "median_width_ratio", "reject", "reject_se", "sd_estimate", "truth", "scale", "no_p", "no_interval",
 "mean_estimate"}``.
 
-FINDINGS-TODO
+Findings of the default run (tied_votes, 4,000 studies per cell; n = 30 / 50 / 100): today's MOVER covers
+.982 / .975 / .970 at widths 1.57 / 1.29 / 1.14 (power at Δ = 0.05: .040 / .113 / .314); the plain jackknife-t
+of r_a − r_b covers .977 / .961 / .960 at 1.09 / 1.03 / 1.02; its bias-corrected form (jk_t_bc) .953 / .944 /
+.950 at the same widths (power at 0.05: .095 / .165 / .359), the only procedure within .94-.96 and ≤ 1.15 at
+all three sizes; the expanded percentile bootstrap comes close (.954 / .939 / .945 at 0.97 / 0.93 / 0.94);
+BCa and the bootstrap-t are too liberal (size .11-.15) and the permutation test's interval is too narrow at
+n = 30 (.935).
 """
 
 from __future__ import annotations
