@@ -33,7 +33,7 @@ design draws its annotators from a pool, so the two-way bootstrap has annotators
 
 Truth: the population value of what each estimate estimates, the annotators being a sample of a
 population of annotators: r of A with the mean rating (``pearson_mean``, ``pearson_two_way``), with a
-single vote (``pearson_pairs``), ρ_A − ρ_B (``diff_zou``), √ of the mean rating's reliability
+single vote (``pearson_pairs``), ρ_A − ρ_B (``diff``), √ of the mean rating's reliability
 (``ceiling``: ICC(1,1) / (ICC + (1 − ICC)·E[1/k])), Spearman's and Kendall's coefficients (``spearman``,
 ``kendall``).  Exact (closed form) for the normal designs' Pearson and ceiling values and, with
 bivariate normality, rank coefficients (Spearman 6/π·asin(ρ/2), Kendall 2/π·asin ρ); the fixture
@@ -47,7 +47,9 @@ ceiling is not simulated for same_4_annotators: a fixed crossed panel is outside
 
 ``--designs`` and ``--estimates`` run a part of the correlation section alone (``--estimates`` skips the
 other sections); the rank coefficients' intervals need no bootstrap and no second metric, so ``--estimates
-spearman,kendall`` computes only those, on the same simulated studies as a full run with the same seed.
+spearman,kendall`` computes only those, and ``--estimates diff`` the difference's intervals that need no bootstrap
+(the default, Zou's MOVER from jackknife-t and from Fisher intervals), on the same simulated studies as a
+full run with the same seed.
 ``williams_rows``: Williams' test's level (the share of studies that do not reject two equally good
 metrics, nominal 0.95), on dialogue means (reported) and on vote-level r with n = votes (before issue 15).
 """
@@ -202,7 +204,7 @@ def population_truth(design: str) -> dict[str, float]:
     if design in ("normal", "unbalanced"):
         inverse_k = 1 / 5 if design == "normal" else float(np.mean(1 / np.arange(1, 6)))
         rho_a, rho_b = 1 / math.sqrt(2 * (1 + inverse_k)), 1 / math.sqrt(3.25 * (1 + inverse_k))
-        values = {"pearson_mean": rho_a, "pearson_pairs": 1 / math.sqrt(2 * 2), "diff_zou": rho_a - rho_b}
+        values = {"pearson_mean": rho_a, "pearson_pairs": 1 / math.sqrt(2 * 2), "diff": rho_a - rho_b}
         values["ceiling"] = math.sqrt(0.5 / (0.5 + 0.5 * inverse_k))
         if design == "normal":  # (A, mean) bivariate normal
             values["spearman"], values["kendall"] = 6 / math.pi * math.asin(rho_a / 2), 2 / math.pi * math.asin(rho_a)
@@ -225,7 +227,7 @@ def population_truth(design: str) -> dict[str, float]:
             return float(np.mean((x - x.mean()) * (m1 - m1.mean())) / math.sqrt(x.var() * var))
 
         values = {"pearson_mean": rho(fga, var_mean), "pearson_pairs": rho(fga, var_vote)}
-        values["diff_zou"] = values["pearson_mean"] - rho(jga, var_mean)
+        values["diff"] = values["pearson_mean"] - rho(jga, var_mean)
         icc = var_p / var_vote
         values["ceiling"] = math.sqrt(icc / (icc + (1 - icc) / k))
         values["spearman"], values["kendall"] = _rank_truth(design)
@@ -243,7 +245,7 @@ def population_truth(design: str) -> dict[str, float]:
             return float(np.mean((x - x.mean()) * (p - m)) / math.sqrt(x.var() * var))
 
         values = {"pearson_mean": rho(a, var_mean), "pearson_pairs": rho(a, var_vote)}
-        values["diff_zou"] = values["pearson_mean"] - rho(b, var_mean)
+        values["diff"] = values["pearson_mean"] - rho(b, var_mean)
         icc = var_p / var_vote
         values["ceiling"] = math.sqrt(icc / (icc + (1 - icc) * inverse_k))
         values["spearman"], values["kendall"] = _rank_truth(design)
@@ -255,7 +257,7 @@ def population_truth(design: str) -> dict[str, float]:
         values = {
             "pearson_mean": rho_a,
             "pearson_pairs": 1 / math.sqrt((1 + s["a"] ** 2) * (1 + error)),
-            "diff_zou": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
+            "diff": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
             "ceiling": math.sqrt(1 / var_mean),
         }
         values["spearman"], values["kendall"] = _rank_truth(design)
@@ -267,7 +269,7 @@ def population_truth(design: str) -> dict[str, float]:
             "pearson_mean": rho_a,
             # votes pooled over annotators: their offsets and slopes are variance of a vote (E s² = 1 + sd²)
             "pearson_pairs": 1 / math.sqrt((1 + s["a"] ** 2) * (1 + s["offset"] ** 2 + s["slope"] ** 2 + s["noise"] ** 2)),
-            "diff_zou": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
+            "diff": rho_a - 1 / math.sqrt((1 + s["b"] ** 2) * var_mean),
         }
         values["spearman"], values["kendall"] = 6 / math.pi * math.asin(rho_a / 2), 2 / math.pi * math.asin(rho_a)
     values["pearson_two_way"] = values["pearson_mean"]
@@ -311,28 +313,55 @@ def _inside(interval, value: float) -> bool:
     return interval is not None and interval[0] <= value <= interval[1]
 
 
+# A family key under which an estimate's study values carry the point estimate (as [v, v]) instead of an
+# interval: its spread across the studies is the yardstick of the intervals' width (3.92 × SD, the width of
+# an interval that knew the estimate's true spread)
+POINT = "_point"
+
+
+def _diff_intervals(y: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> dict:
+    """The intervals for ρ_A − ρ_B that need no bootstrap: the default (``diff_ci``, the jackknife-t of
+    z_A − z_B mapped to r), Zou's MOVER from the two jackknife-t intervals (the default before) and from
+    the two Fisher intervals."""
+    from metrics.correlation import diff_ci, jackknife_t_interval, leave_one_out_pearson, mover_diff_ci, zou_diff_ci
+
+    r_a, r_b, r_ab = (float(np.corrcoef(u, v)[0, 1]) for u, v in ((y, xa), (y, xb), (xa, xb)))
+    jack_a = jackknife_t_interval(r_a, leave_one_out_pearson(xa, y))
+    jack_b = jackknife_t_interval(r_b, leave_one_out_pearson(xb, y))
+    interval = diff_ci(y, xa, xb)
+    return {
+        POINT: [r_a - r_b, r_a - r_b],  # the estimate itself, for the width's yardstick (not an interval)
+        "jackknife_t_z_diff": None if interval is None else list(interval),
+        "mover_jackknife_t": mover_diff_ci(r_a, r_b, r_ab, jack_a, jack_b),
+        "zou_fisher": zou_diff_ci(r_a, r_b, r_ab, y.size) if r_ab < 1 and max(abs(r_a), abs(r_b)) < 1 else None,
+    }
+
+
 def study_intervals(
     metrics: dict[str, np.ndarray], matrix: np.ndarray, resamples: int, seed: int, estimates: tuple[str, ...] | None = None
 ) -> dict[str, dict]:
     """Every interval the tool computes for one study: {estimate: {family: [lo, hi] | None}}, through the
     functions the analysis uses (``correlation_report``, ``ceiling_report``); only ``estimates`` when given
     (the rank coefficients alone: one report of metric A without resamples, which gives the same intervals)."""
-    from metrics.correlation import ceiling_report, correlation_report, diff_ci, mover_diff_ci, zou_diff_ci
+    from metrics.correlation import ceiling_report, correlation_report, mover_diff_ci
 
     ratings = _ratings(matrix, "mean")
-    if estimates is not None and set(estimates) <= set(RANK_ESTIMATES):
-        one = correlation_report({"fga_0.5": metrics["fga_0.5"]}, ratings, resamples=0, adjust="none", family="all")
-        ranks = one["metrics"][0].get("rank_intervals", {})
-        return {estimate: ranks[estimate] for estimate in estimates if estimate in ranks}
+    if estimates is not None and set(estimates) <= {*RANK_ESTIMATES, "diff"}:
+        out = {}
+        if set(estimates) & set(RANK_ESTIMATES):
+            one = correlation_report({"fga_0.5": metrics["fga_0.5"]}, ratings, resamples=0, adjust="none", family="all")
+            out.update(one["metrics"][0].get("rank_intervals", {}))
+        if "diff" in estimates:
+            out["diff"] = _diff_intervals(ratings.value, metrics["fga_0.5"], metrics["jga"])
+        return {estimate: out[estimate] for estimate in estimates if estimate in out}
     mean = correlation_report(metrics, ratings, resamples=resamples, seed=seed, adjust="none", family="all")
     a, b = mean["metrics"]
     (w,) = mean["williams"]
     out = {"pearson_mean": a["intervals"], **a["rank_intervals"]}
-    diff = {"zou_fisher": zou_diff_ci(w["r_a"], w["r_b"], w["r_ab"], w["n"])}
-    diff["mover_jackknife_t"] = diff_ci(ratings.value, metrics["fga_0.5"], metrics["jga"])
+    diff = _diff_intervals(ratings.value, metrics["fga_0.5"], metrics["jga"])
     for family in ("sandwich_t", "boot_se_t", "bca", "studentized"):
         diff[f"mover_{family}"] = mover_diff_ci(w["r_a"], w["r_b"], w["r_ab"], a["intervals"][family], b["intervals"][family])
-    out["diff_zou"] = diff
+    out["diff"] = diff
     one = {"fga_0.5": metrics["fga_0.5"]}
     pairs = correlation_report(one, _ratings(matrix, "pairs"), resamples=resamples, seed=seed, adjust="none", family="all")
     out["pearson_pairs"] = pairs["metrics"][0]["intervals"]
@@ -353,7 +382,7 @@ def default_family(estimate: str) -> str:
         "pearson_pairs": DEFAULT_INTERVAL["pairs"],
         "pearson_two_way": DEFAULT_INTERVAL["two_way"],
         "ceiling": CEILING_DEFAULT,
-        "diff_zou": DIFF_DEFAULT,
+        "diff": DIFF_DEFAULT,
         "spearman": RANK_DEFAULT["spearman"],
         "kendall": RANK_DEFAULT["kendall"],
     }[estimate]
@@ -371,6 +400,8 @@ def correlation_rows(
         for n in sizes:
             rng = np.random.default_rng([seed, DESIGNS.index(design), n])
             hits: dict[tuple[str, str], int] = {}
+            widths: dict[tuple[str, str], list[float]] = {}
+            points: dict[str, list[float]] = {}
             for _ in range(replicates):
                 metrics, matrix = draw(design, n, rng)
                 found = study_intervals(metrics, matrix, resamples, int(rng.integers(1 << 31)), estimates)
@@ -378,10 +409,17 @@ def correlation_rows(
                     if estimate == "ceiling" and design == "same_4_annotators":
                         continue
                     for family, interval in families.items():
+                        if family == POINT:
+                            points.setdefault(estimate, []).append(interval[0])
+                            continue
                         key = (estimate, family)
                         hits[key] = hits.get(key, 0) + _inside(interval, values[estimate])
+                        if interval is not None:
+                            widths.setdefault(key, []).append(interval[1] - interval[0])
             for (estimate, family), count in hits.items():
                 c = count / replicates
+                width = float(np.mean(widths[(estimate, family)])) if widths.get((estimate, family)) else None
+                spread = float(np.std(points[estimate], ddof=1)) if len(points.get(estimate, ())) > 1 else None
                 rows.append(
                     {
                         "estimate": estimate,
@@ -394,6 +432,9 @@ def correlation_rows(
                         "unit": "dialogues+annotators" if estimate == "pearson_two_way" else "dialogues",
                         "default": family == default_family(estimate),
                         "truth": values[estimate],
+                        "width": width,  # the mean width of the intervals that exist
+                        "undefined": replicates - len(widths.get((estimate, family), ())),
+                        "width_ratio": width / (3.92 * spread) if width is not None and spread else None,
                     }
                 )
     return rows
@@ -443,16 +484,24 @@ SECTIONS = [correlation_rows, williams_rows, coverage_agreement.rows, coverage_l
 
 
 def table(rows: list[dict]) -> str:
-    """Compact text: one line per (estimate, design, family), coverage ± MC SE at each n; * the default."""
+    """Compact text: one line per (estimate, design, family), coverage ± MC SE at each n and the mean width
+    (with, where the estimate's own spread was recorded, the width over 3.92 × its SD across the studies:
+    1.00 is the width of an interval that knew the true spread); * the default."""
     sizes = sorted({r["n"] for r in rows})
-    lines = [f"{'estimate':<16} {'design':<18} {'family':<20} " + " ".join(f"{'n=' + str(n):>13}" for n in sizes)]
+    lines = [f"{'estimate':<16} {'design':<18} {'family':<20} " + " ".join(f"{'n=' + str(n):>29}" for n in sizes)]
     groups: dict[tuple, dict] = {}
     for r in rows:
         groups.setdefault((r["estimate"], r["design"], r["family"], r["default"]), {})[r["n"]] = r
+
+    def cell(r: dict) -> str:
+        width = "" if r.get("width") is None else f" w {r['width']:.3f}"
+        ratio = "" if r.get("width_ratio") is None else f" ({r['width_ratio']:.2f})"
+        return f"{r['coverage']:.3f}±{r['mc_se']:.3f}{width}{ratio}"
+
     for (estimate, design, family, default), by_n in groups.items():
-        cells = [f"{by_n[n]['coverage']:.3f}±{by_n[n]['mc_se']:.3f}" if n in by_n else "" for n in sizes]
+        cells = [cell(by_n[n]) if n in by_n else "" for n in sizes]
         name = ("*" if default else " ") + family
-        lines.append(f"{estimate:<16} {design:<18} {name:<20} " + " ".join(f"{c:>13}" for c in cells))
+        lines.append(f"{estimate:<16} {design:<18} {name:<20} " + " ".join(f"{c:>29}" for c in cells))
     return "\n".join(lines)
 
 

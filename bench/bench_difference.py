@@ -33,8 +33,10 @@ simulation of 400,000 dialogues with common random numbers; ``mix`` and j are fo
 Procedures (each a 95% interval and a p, the p being the interval's own test: p < 0.05 exactly when the
 interval excludes 0; the unit of resampling is always the dialogue, its (rating, a, b) moving together):
 
-- ``today_mover_jk``: today's ``diff_ci`` / ``diff_test`` (metrics.correlation): Zou's MOVER built from each
-  correlation's jackknife-t interval on Fisher's z, with Zou's normal-theory correlation c of the estimates;
+- ``today_mover_jk``: the default before (``mover_before``): Zou's MOVER built from each correlation's
+  jackknife-t interval on Fisher's z, with Zou's normal-theory correlation c of the estimates;
+- ``reported``: ``diff_ci`` / ``diff_test`` of metrics.correlation as the analysis reports them now, the
+  jk_t_z_r below through the package (the two rows agree: a check of the package against this bench);
 - ``williams``: Williams' t (p only, normal theory; what ``metrics plan`` plans with), for reference;
 - ``oracle``: d ± 1.96·SD with SD the estimate's true spread (the cell's SD across studies): the power the
   data allow for an unbiased normal test; not a procedure a study can run;
@@ -117,7 +119,8 @@ LEVEL = 0.95
 REPLICATES = 4000  # studies per tied_votes cell by default (the normal design: half)
 # name: (scale of the interval, what it is); "z": an interval for atanh ρ_a − atanh ρ_b, "-": a p-value only
 PROCEDURES = {
-    "today_mover_jk": ("r", "diff_ci / diff_test: Zou's MOVER from the two jackknife-t intervals (the default)"),
+    "today_mover_jk": ("r", "the default before: Zou's MOVER from the two jackknife-t intervals, p by inverting it"),
+    "reported": ("r", "diff_ci / diff_test as reported now (metrics.correlation): jk_t_z_r through the package"),
     "williams": ("-", "Williams' t (p only; what `metrics plan` plans with)"),
     "oracle": ("r", "reference: d ± 1.96·SD, SD the estimate's true spread (the cell's SD across studies)"),
     "jk_t": ("r", "jackknife-t of r_a − r_b: d ± t(n−1)·SE_jack"),
@@ -299,6 +302,43 @@ def _share_below(draws: np.ndarray, value: np.ndarray) -> np.ndarray:
     return below / np.maximum(finite.sum(axis=1), 1)
 
 
+def mover_before(y: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> tuple[tuple[float, float] | None, float | None]:
+    """The difference's interval and p before issue 40: Zou's MOVER from the two correlations' jackknife-t
+    intervals (on Fisher's z, t(n − 1)), with Zou's normal-theory correlation of the estimates; its p the level
+    at which the interval's nearer end touches 0 (by root-finding).  Kept here for the comparison."""
+    from scipy.optimize import brentq
+    from scipy.stats import t as student_t
+
+    from metrics.correlation import jackknife_t_interval, leave_one_out_pearson, mover_diff_ci
+    from metrics.correlation.resampling import jackknife_variance
+
+    r_a, r_b, r_ab = (float(np.corrcoef(u, v)[0, 1]) for u, v in ((y, xa), (y, xb), (xa, xb)))
+    loo_a, loo_b = leave_one_out_pearson(xa, y), leave_one_out_pearson(xb, y)
+    interval = mover_diff_ci(r_a, r_b, r_ab, jackknife_t_interval(r_a, loo_a, LEVEL), jackknife_t_interval(r_b, loo_b, LEVEL))
+    var_a, var_b = jackknife_variance(loo_a), jackknife_variance(loo_b)
+    n = int(min(np.isfinite(loo_a).sum(), np.isfinite(loo_b).sum()))
+    diff = r_a - r_b
+    if interval is None or var_a <= 0 or var_b <= 0 or n < 4:
+        return interval, None
+    if abs(diff) < 1e-12:
+        return interval, 1.0
+
+    def nearer_end(confidence: float) -> float:  # > 0 while the interval excludes 0
+        q = float(student_t.ppf(0.5 + confidence / 2, n - 1))
+        ci_a = [math.tanh(math.atanh(r_a) + sign * q * math.sqrt(var_a)) for sign in (-1, 1)]
+        ci_b = [math.tanh(math.atanh(r_b) + sign * q * math.sqrt(var_b)) for sign in (-1, 1)]
+        low, high = mover_diff_ci(r_a, r_b, r_ab, ci_a, ci_b) or (0.0, 0.0)
+        return low if diff > 0 else -high
+
+    widest = 1 - 1e-12
+    if nearer_end(widest) > 0:
+        return interval, 1e-12
+    try:
+        return interval, float(1 - brentq(nearer_end, 1e-12, widest, xtol=1e-14, rtol=1e-12))
+    except ValueError:  # no sign change: r_a = r_b up to rounding (the defect the reported test removed)
+        return interval, None
+
+
 def procedures(y: np.ndarray, a: np.ndarray, b: np.ndarray, resamples: int, rng: np.random.Generator) -> dict:
     """Every procedure on a batch of studies (studies × n arrays): {"estimate": d, "estimate_z": z_a − z_b,
     name: (low, high, p)}, each an array over the studies (low, high NaN for a p-only procedure)."""
@@ -317,23 +357,26 @@ def procedures(y: np.ndarray, a: np.ndarray, b: np.ndarray, resamples: int, rng:
     q_t = float(student_t.ppf(0.5 + LEVEL / 2, n - 1))
     nan = np.full(studies, np.nan)
 
-    # (i) today's default, through the package, and Williams' t for reference
+    # (i) the default before (Zou's MOVER from the two jackknife-t intervals), the reported default through the
+    # package (the jackknife-t of z_a − z_b mapped to r: jk_t_z_r below, computed apart), Williams' t for reference
     today = np.empty((3, studies))
+    reported = np.empty((3, studies))
     williams = np.empty(studies)
     for i in range(studies):
-        interval = diff_ci(y[i], a[i], b[i], LEVEL)
-        today[:2, i] = interval if interval is not None else (np.nan, np.nan)
-        try:
-            p = diff_test(y[i], a[i], b[i])[1]
-        except ValueError:  # brentq without a sign change: r_a = r_b up to rounding (one untied dialogue)
-            p = None
+        interval, p = mover_before(y[i], a[i], b[i])
+        today[:2, i] = (np.nan, np.nan) if interval is None else interval
         today[2, i] = np.nan if p is None else p
+        interval = diff_ci(y[i], a[i], b[i], LEVEL)
+        reported[:2, i] = interval if interval is not None else (np.nan, np.nan)
+        p = diff_test(y[i], a[i], b[i])[1]
+        reported[2, i] = np.nan if p is None else p
         r_ab = float(np.corrcoef(a[i], b[i])[0, 1])
         try:
             williams[i] = williams_test(float(ra[i]), float(rb[i]), r_ab, n)[1]
         except ValueError:  # r_ab = 1: the metrics order the dialogues identically
             williams[i] = np.nan
     out["today_mover_jk"] = tuple(today)
+    out["reported"] = tuple(reported)
     out["williams"] = (nan, nan, williams)
 
     # (ii) jackknife-t of d and of z_a − z_b; (vi) with a kurtosis-based df

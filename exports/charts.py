@@ -167,7 +167,7 @@ def forest_chart(correlation: CorrelationReport | dict, *, width: int = 360, row
     """Every metric's Pearson r with its reported interval (``pearson_ci``), ordered by r, beside the
     human ceiling r_max (its interval shaded); the reference metric in black and named on the axis; a
     filled dot where the metric differs from the reference after the declared family's adjustment
-    (:mod:`metrics.comparisons`; Williams' test, Holm 1979 by default), a hollow one where it does not.
+    (:mod:`metrics.comparisons`; the jackknife-t test of z_a − z_b, Holm 1979 by default), a hollow one where it does not.
 
     ``width`` is the plot area's; with the metric names, the r column and the legend the chart stays
     within :data:`MAX_WIDTH`."""

@@ -13,9 +13,9 @@ Column contracts:
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value (the test of r = 0 that the
   pearson_low / pearson_high interval inverts: p < 0.05 exactly when it excludes 0), bootstrap_low,
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per
-  comparison, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by Zou (2007)
-  from jackknife-t intervals, t of Williams' test, p_value of the interval's own test, p_adjusted
-  and adjust (holm, bonferroni, bh or none) over the
+  comparison, metric and metric_b, diff = r_metric − r_metric_b with diff_low / diff_high by the
+  jackknife-t of z_metric − z_metric_b over dialogues mapped to r, t of Williams' test, p_value of the
+  interval's own test, p_adjusted and adjust (holm, bonferroni, bh or none) over the
   declared comparisons (the signature's ``family``; diff_low/diff_high at the level that agrees with
   the adjustment, ``metrics.comparisons``), n_needed:
   dialogues for 80% power to detect the observed difference); a ``ceiling`` row (pearson = r_max with

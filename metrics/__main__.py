@@ -142,7 +142,9 @@ def _add_analysis(subparsers: Any) -> None:
     judge.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over items for kappa's CI")
     judge.add_argument("--seed", type=int, default=0)
     judge.add_argument("--json", action="store_true")
-    plan = subparsers.add_parser("plan", help="dialogues needed to tell two metrics apart (power of Williams' test)")
+    plan = subparsers.add_parser(
+        "plan", help="dialogues needed to tell two metrics apart (power of the analysis's difference test)"
+    )
     plan.add_argument("paths", nargs="*", metavar="PREDICTIONS", help="with --pilot: the pilot's prediction files")
     plan.add_argument("--r-a", type=float, help="r(human, metric A)")
     plan.add_argument("--r-b", type=float, help="r(human, metric B)")
@@ -470,7 +472,8 @@ def run_plan(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=1))
         return 0
     needed = result["n_dialogues"]
-    print(f"r_a = {r_a:.3f}, r_b = {r_b:.3f}, r_ab = {r_ab:.3f}; two-sided Williams test at alpha {result['test_alpha']:.4g}")
+    test = f"two-sided jackknife-t test of z_a - z_b at alpha {result['test_alpha']:.4g}"
+    print(f"r_a = {r_a:.3f}, r_b = {r_b:.3f}, r_ab = {r_ab:.3f}; {test}")
     print(f"family: {result['family']}")
     print(f"dialogues for power {args.power}: {needed if needed is not None else 'more than a million'}")
     print("\n".join(f"  n = {p['n']:>7}  power {p['power']:.2f}" for p in result["power_curve"]))

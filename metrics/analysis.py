@@ -150,7 +150,7 @@ def correlate_study(
         seed=seed,
         resample_unit=resample,
         interval="jackknife_t95+percentile95+bca95",  # pearson_ci: the jackknife-t (issue 26)
-        difference="zou2007-jackknife_t",  # Zou's MOVER from jackknife-t intervals; p by inverting it (issue 26)
+        difference="jackknife_t_z_diff",  # the jackknife-t of z_a − z_b, mapped to r; p its t test (DIFF_DEFAULT)
         adjust=adjust,
         family=report["comparisons"]["key"],
     )

@@ -15,7 +15,7 @@ adjusted test never tell different stories (issue 26: an unadjusted interval tha
 beside a Holm p of 0.65):
 
 ======== ============================== ==========================================================
-adjust   p-values (Williams' t)          interval for r_A − r_B (Zou 2007)
+adjust   p-values (the interval's test)  interval for r_A − r_B (jackknife-t)
 ======== ============================== ==========================================================
 holm     Holm (1979), family-wise        Bonferroni level 1 − α/m, simultaneous for the m
                                          comparisons: an interval that excludes 0 is a difference
@@ -27,7 +27,7 @@ bh       Benjamini-Hochberg (1995), FDR  FCR-adjusted level 1 − R·α/m, R = t
 none     raw                             1 − α, each comparison on its own (not simultaneous)
 ======== ============================== ==========================================================
 
-The planner plans for the same family: the dialogues needed for 80% power of Williams' test at the
+The planner plans for the same family: the dialogues needed for 80% power of the difference test at the
 family's level α/m (with Holm this is a lower bound of the power; the comparison with the smallest
 p-value is tested at exactly α/m).
 

@@ -373,7 +373,7 @@ def p_note(correlation: CorrelationReport | Mapping[str, Any]) -> str | None:
 
 
 def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:
-    """Every pair of metrics: r_A − r_B with Zou's 95% interval, Williams' t and p, the adjusted p."""
+    """Every pair of metrics: r_A − r_B with its jackknife-t interval, its p and the adjusted p, Williams' t."""
     view = CorrelationReport.of(correlation)
     entries = view.williams
     rows = [
@@ -388,16 +388,16 @@ def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:
     planned = family.planning_alpha if family else 0.05
     notes = [
         f"Family: {family.text}." if family else None,
-        f"Difference r_A − r_B of each metric's correlation with the human rating; {100 * level:.3g}% interval by Zou's "
-        "(2007) method for overlapping dependent correlations, built from each r's jackknife-t interval over dialogues; "
-        "p: that interval's own test (the level at which it touches 0), so the interval and the adjusted p agree; "
-        "Williams' t (normal theory, df = n − 3) beside it for reference; n = dialogues. 'n for 80% power': dialogues a "
-        f"study needs to detect the observed difference with Williams' test at the family's level α = {planned:.3g} "
-        "(the study designer's planner).",
+        f"Difference r_A − r_B of each metric's correlation with the human rating; {100 * level:.3g}% interval: the "
+        "jackknife-t of Fisher's z_A − z_B over dialogues (each dialogue's rating and both metrics left out together; "
+        "t on n − 1 df), mapped back to r; p: the same t test, so the interval and the adjusted p agree; Williams' t "
+        "(normal theory, df = n − 3) beside it for reference; n = dialogues. 'n for 80% power': dialogues a study "
+        f"needs to detect the observed difference with that test at the family's level α = {planned:.3g} (the study "
+        "designer's planner).",
         *(f"{w.a} vs {w.b}: {w.note}" for w in entries if w.note),
         *(note for note in view.notes if note.startswith(NOT_COMPARED)),
     ]
-    header = f"{100 * level:.3g}% {_interval_adjustment(family)}CI (Zou, jackknife over dialogues)"
+    header = f"{100 * level:.3g}% {_interval_adjustment(family)}CI (jackknife over dialogues)"
     columns = ("metric A", "metric B", "n", "r_A − r_B", header, "Williams t", "p", label, "n for 80% power")
     title = f"Differences from {family.reference}" if family and family.family == "reference" else "Differences between metrics"
     return Table(title, columns, rows, [n for n in notes if n])

@@ -678,7 +678,7 @@ def _units_sentence(
             "none": "each on its own, unadjusted",
         }[comparisons.adjust or "none"]
         numbers["difference_level"] = comparisons.interval_confidence
-        text += f" Differences of r are at {level} (Zou 2007), {how}."
+        text += f" Differences of r are at {level} (jackknife-t of z_A − z_B over dialogues), {how}."
     return Sentence("units", text.strip(), numbers)
 
 

@@ -331,8 +331,8 @@ class Interval:
 def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval | None:
     """The study's main question in its analysis, as the Analysis page shows it; None until there is
     a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
-    r(JGA) with its bootstrap interval, or λ*); a uniform one: the difference between metrics (Zou's
-    interval) or the λ calibration (bootstrap interval of λ*).
+    r(JGA) with its bootstrap interval, or λ*); a uniform one: the difference between metrics (the
+    jackknife-t interval of z_A − z_B) or the λ calibration (bootstrap interval of λ*).
 
     The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
     included) for the design line: through its typed views (``metrics.results``), built here."""

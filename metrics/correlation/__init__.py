@@ -7,8 +7,9 @@ metric value repeats).  A bootstrap resamples dialogues, so all of a dialogue's
 observations move together; weighted sums per dialogue make that one matrix product.
 
 Williams' test (Williams 1959; Graham & Baldwin 2014) for r(human, A) vs r(human, B) stays for reference.
-The difference r12 − r13 gets Zou's (2007) interval for overlapping dependent correlations (as R's
-cocor ``zou2007``), and the p-values of every pair reported are adjusted together (Holm by default).
+The difference r12 − r13 gets the jackknife-t interval of Fisher's z12 − z13 over dialogues, mapped back
+to r (``diff_ci``; Zou's (2007) MOVER, as R's cocor ``zou2007``, stays as ``zou_diff_ci``), its p that
+interval's own test, and the p-values of every pair reported are adjusted together (Holm by default).
 
 Each metric's p-value is the test its reported interval inverts (for the default jackknife-t, t =
 atanh(r) / SE_jack on dialogues − 1 df), so that the interval excludes 0 exactly when p < 0.05.

@@ -13,7 +13,7 @@ import numpy as np
 
 from metrics.comparisons import ADJUSTMENT_NAMES, DEFAULT_FGA_LAMBDA, declare
 from metrics.correlation.ceiling import FEW_ANNOTATORS, FEW_ANNOTATORS_COVERAGE
-from metrics.correlation.differences import adjust_p, diff_ci, diff_test, williams_test
+from metrics.correlation.differences import SAME, adjust_p, diff_ci, diff_test, williams_test
 from metrics.correlation.pearson import (
     INTERVAL_FAMILIES,
     fisher_row,
@@ -30,9 +30,9 @@ from metrics.correlation.ratings import Ratings
 from metrics.correlation.resampling import percentile_ci, resample_sums
 from metrics.planning import dialogues_needed
 
-# The note that says which metric pairs Williams' test and Zou's interval leave out (metrics.present shows it
+# The note that says which metric pairs the difference's interval and test leave out (metrics.present shows it
 # under the differences table)
-NOT_COMPARED = "not compared (Williams' test, Zou's interval)"
+NOT_COMPARED = "not compared (difference test and interval)"
 
 
 # In pairs mode: each row's ``ci_method`` (its start) and how the note says it
@@ -98,8 +98,8 @@ def correlate_one(
 DEFAULT_INTERVAL = {"mean": "jackknife_t", "pairs": "jackknife_t", "two_way": "jackknife_t"}
 
 
-# The difference r_a − r_b: Zou's (2007) MOVER from the jackknife-t intervals of r_a and r_b (``diff_ci``)
-DIFF_DEFAULT = "mover_jackknife_t"
+# The difference r_a − r_b: the jackknife-t of Fisher's z_a − z_b over dialogues, mapped to r (``diff_ci``)
+DIFF_DEFAULT = "jackknife_t_z_diff"
 
 
 # The rank coefficients' reported intervals (``spearman_ci``, ``kendall_ci``): both the jackknife-t on Fisher's z
@@ -178,7 +178,8 @@ def correlation_report(
     reference: str = "jga",
     fga_lambda: float = DEFAULT_FGA_LAMBDA,
 ) -> dict[str, Any]:
-    """Every metric against the ratings; Williams' test with Zou's interval for each comparison of the
+    """Every metric against the ratings; the difference r_a − r_b with its jackknife-t
+    interval and that interval's test (Williams' t beside it) for each comparison of the
     declared family (``family``: each metric against ``reference`` with FGA at ``fga_lambda``, or
     ``all`` pairs; :mod:`metrics.comparisons`), p-values adjusted over that family and intervals at
     the level that agrees with the adjustment (``adjust``: holm, bonferroni, bh or none), notes.  The
@@ -264,14 +265,20 @@ def correlation_report(
         r23 = np.corrcoef(xa, xb)[0, 1]
         entry.update(r_a=float(r12), r_b=float(r13), r_ab=float(r23), diff=float(r12 - r13))
         data[id(entry)] = (y[keep], xa, xb)
-        try:
-            # Williams' t (normal theory) stays for reference; the tested p is the difference interval's own
-            entry["t"], entry["p_williams"] = williams_test(r12, r13, r23, units)
-            entry["p_value"] = diff_test(y[keep], xa, xb)[1]
-            # 80% power for this comparison at the family's level α/m (metrics.planning, Williams' power)
-            entry["n_needed"] = dialogues_needed(r12, r13, r23, alpha=declared.test_alpha)
-        except ValueError as why:
-            entry.update(t=None, p_value=None, diff_ci=None, n_needed=None, note=str(why))
+        entry["p_value"] = diff_test(y[keep], xa, xb)[1]  # the difference interval's own test
+        if entry["p_value"] is None:
+            entry.update(diff_ci=None, note="no interval: a correlation is ±1 or too few dialogues vary")
+        if r23 >= 1 - SAME:  # Williams' t and the planner are 0/0 here; the difference is exactly 0
+            entry.update(t=None, p_williams=None, n_needed=None)
+            entry["note"] = f"{a['metric']} and {b['metric']} are the same up to scale on these dialogues: r_A = r_B"
+        else:
+            try:
+                # Williams' t (normal theory) stays for reference
+                entry["t"], entry["p_williams"] = williams_test(r12, r13, r23, units)
+                # 80% power for this comparison at the family's level α/m (metrics.planning: the power of diff_test)
+                entry["n_needed"] = dialogues_needed(r12, r13, r23, alpha=declared.test_alpha) if r12 != r13 else None
+            except ValueError as why:  # a singular correlation matrix: the rating is a blend of the two metrics
+                entry.update(t=entry.get("t"), p_williams=entry.get("p_williams"), n_needed=None, note=f"Williams' t: {why}")
         williams.append(entry)
     tested = [w for w in williams if w["p_value"] is not None]
     adjusted = adjust_p([w["p_value"] for w in tested], adjust)
@@ -319,10 +326,10 @@ def correlation_report(
         used += sorted({m.split(" (unit:")[0].split(": ", 1)[1] for m in methods if m.split(":")[0] in INTERVAL_FAMILIES})
         notes.append(
             "rating pairs: every vote is an observation for r, but a dialogue's votes are not independent: n "
-            f"counts dialogues, the interval is {'; '.join(used) or 'none'}, and metrics are compared (Williams, "
-            "Zou) on the dialogues' mean ratings"
+            f"counts dialogues, the interval is {'; '.join(used) or 'none'}, and metrics are compared (their "
+            "difference) on the dialogues' mean ratings"
         )
-    # A pair of metrics that Williams' test and Zou's interval leave out is said so, not dropped (issue 26)
+    # A pair of metrics that the difference's test and interval leave out is said so, not dropped (issue 26)
     notes += [f"{NOT_COMPARED}: {name} — its correlation is undefined ({why})" for name, why in undefined.items()]
     for (units, reason), names in too_few.items():
         listed = ", ".join(names) if len(names) <= 3 else f"{len(names)} metric pairs"

@@ -92,7 +92,7 @@ class MetricCorrelation:
 class Comparison:
     """One declared comparison of two metrics' correlations with the same human rating, on ``n`` dialogues.
 
-    ``diff`` = r_a − r_b with ``diff_ci`` at the family's level (Zou's MOVER from jackknife-t intervals) and
+    ``diff`` = r_a − r_b with ``diff_ci`` at the family's level (the jackknife-t of z_a − z_b over dialogues, mapped to r) and
     ``p_value`` that interval's own test; ``p_adjusted`` the same p adjusted over the family (``adjust``
     names how; None when not adjusted); ``t`` / ``p_williams`` Williams' test for reference; ``n_needed``
     the dialogues for 80% power at the family's level; ``note`` why a part is missing."""

@@ -134,7 +134,7 @@ def test_the_default_interval_covers_in_a_short_simulation():
     assert 0.92 <= hits / 200 <= 0.98
 
 
-ROW_KEYS = {"estimate", "design", "n", "family", "coverage", "mc_se", "replicates", "unit", "default"}
+ROW_KEYS = {"estimate", "design", "n", "family", "coverage", "mc_se", "replicates", "unit", "default", "width", "width_ratio"}
 
 
 def test_the_bench_rows_keep_their_contract():
@@ -148,7 +148,7 @@ def test_the_bench_rows_keep_their_contract():
         key = (row["estimate"], row["design"], row["n"])
         groups[key] = groups.get(key, 0) + row["default"]
     assert set(groups.values()) == {1}  # exactly one default family per estimate, design and n
-    assert {"pearson_mean", "pearson_pairs", "pearson_two_way", "diff_zou", "spearman", "kendall", "ceiling"} == {
+    assert {"pearson_mean", "pearson_pairs", "pearson_two_way", "diff", "spearman", "kendall", "ceiling"} == {
         r["estimate"] for r in rows
     }
     assert not any(r["estimate"] == "ceiling" and r["design"] == "same_4_annotators" for r in rows)

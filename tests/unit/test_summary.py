@@ -151,7 +151,7 @@ def test_every_number_is_the_jsons_at_the_shown_rounding(study):
     assert lam.numbers["lambda"] == calibration["best_lambda"] and lam.numbers["cv_r"] == calibration["cv_r"]
     assert lam.text.startswith(f"Best λ {number(calibration['best_lambda'])} {interval(calibration['ci_lambda'])}")
     units = one(summary, "units").text
-    assert "jackknife SE over items" in units and "over dialogues" in units and "Zou 2007" in units
+    assert "jackknife SE over items" in units and "over dialogues" in units and "jackknife-t of z_A − z_B" in units
 
 
 def test_the_words_follow_named_conventions(study):

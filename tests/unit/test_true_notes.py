@@ -70,14 +70,14 @@ def test_identical_ratings_do_not_claim_too_few_dialogues():
     assert few["note"] == "the ceiling needs at least 2 dialogues with 2 or more ratings each (found 1)"
 
 
-# --- Williams' test and Zou's interval -----------------------------------------------------------
+# --- the difference test and its interval -----------------------------------------------------------
 
 
 def test_williams_pairs_at_three_dialogues_are_noted_not_dropped():
     ratings = Ratings(["d0", "d1", "d2"], np.arange(3), np.array([1.0, 2.0, 4.0]), "mean", [])
     report = correlation_report({"a": np.array([0.1, 0.5, 0.9]), "b": np.array([0.3, 0.2, 0.8])}, ratings, resamples=0)
     assert report["williams"] == []
-    note = "not compared (Williams' test, Zou's interval): a vs b on 3 dialogues; both need more than 3"
+    note = "not compared (difference test and interval): a vs b on 3 dialogues; both need more than 3"
     assert note in report["notes"]
     table = present.williams_table({**report, "notes": report["notes"]})
     assert note in table.notes
@@ -91,7 +91,7 @@ def test_williams_pairs_of_a_constant_metric_are_noted_not_dropped():
     values = {"a": y + rng.normal(size=10), "b": rng.normal(size=10), "flat": np.full(10, 0.5)}
     report = correlation_report(values, ratings, resamples=0)
     assert {(w["a"], w["b"]) for w in report["williams"]} == {("a", "b")}
-    note = "not compared (Williams' test, Zou's interval): flat — its correlation is undefined (constant values)"
+    note = "not compared (difference test and interval): flat — its correlation is undefined (constant values)"
     assert note in report["notes"]
     assert note in present.williams_table(report).notes and note not in present.correlation_table(_shown(report)).notes
 
@@ -191,7 +191,7 @@ def test_correlate_text_prints_the_comparison_table(hundred, tmp_path, capsys):
     header = next(line for line in text.splitlines() if line.startswith("metric A"))
     # Issue 27, item 5: the adjustment is one word before "CI" (Bonferroni is named in the family note), so the
     # table fits the Analysis page at 1400x900 (it was "99.2% CI (Zou, jackknife over dialogues; Bonferroni, simultaneous)").
-    assert "99.2% simultaneous CI (Zou, jackknife over dialogues)" in header
+    assert "99.2% simultaneous CI (jackknife over dialogues)" in header
     assert "intervals: 99.2% (Bonferroni, simultaneous)" in text
     assert "p (Holm)" in header and "Williams t" in header
     assert "Family: each metric against jga (FGA at λ 0.5), 6 comparisons; p: Holm" in text

@@ -1,0 +1,63 @@
+"""The difference r_a − r_b between two metrics' correlations with the same ratings: its jackknife-t interval
+and test (``metrics.correlation.diff_ci`` / ``diff_test``), the degenerate cases said in words, and the
+comparison rows of ``correlation_report`` built on them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from metrics.correlation import Ratings, correlation_report, diff_ci, diff_test
+
+
+def _study(n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(size=n)
+    y = np.round(np.clip(truth + rng.normal(size=n), -2, 2))  # tied ratings, as means of few votes are
+    a = np.where(truth > 0.3, 1.0, np.clip(truth + rng.normal(scale=0.5, size=n), 0, 1))  # ties at 1
+    b = np.where(a == 1.0, 1.0, a * rng.uniform(0.6, 1.0, size=n))
+    return y, a, b
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_interval_at_the_level_one_minus_p_touches_zero(seed):
+    """One story: p < α exactly when the 1 − α interval leaves 0 out, on tied data at 30 dialogues."""
+    y, a, b = _study(30, seed)
+    diff, p = diff_test(y, a, b)
+    assert p is not None and 0 < p <= 1
+    low, high = diff_ci(y, a, b, 1 - p)
+    assert min(abs(low), abs(high)) < 1e-9
+    for alpha in (0.05, 0.05 / 6):
+        low, high = diff_ci(y, a, b, 1 - alpha)
+        assert low <= diff <= high
+        assert (p < alpha) == (low > 0 or high < 0)
+
+
+def test_two_metrics_equal_up_to_scale_are_equal_not_an_error():
+    """The defect: with r(A, B) = 1 (metric B a rescaled metric A) Williams' t raised and the whole comparison
+    lost its p and interval; the difference is exactly 0, and the row says so (p 1, interval [0, 0])."""
+    y, a, _ = _study(30, 1)
+    b = 2 * a + 1
+    assert diff_test(y, a, b) == (pytest.approx(0.0, abs=1e-12), 1.0)
+    assert diff_ci(y, a, b) == (0.0, 0.0)
+    ids = [f"d{i}" for i in range(30)]
+    report = correlation_report({"a": a, "b": b}, Ratings(ids, np.arange(30), y, "mean", []), resamples=0, family="all")
+    (row,) = report["williams"]
+    assert row["p_value"] == 1.0 and row["diff_ci"] == [0.0, 0.0]
+    assert row["t"] is None and row["p_williams"] is None
+    assert "the same up to scale" in row["note"]
+
+
+def test_correlations_equal_up_to_rounding_give_a_p_not_a_crash():
+    """The defect: when r_a = r_b up to rounding (the metrics differ on one dialogue whose removal leaves
+    both correlations equal) the old test's root-finding raised ValueError."""
+    y, a, _ = _study(30, 2)
+    b = a.copy()
+    b[0] = a[0] + 1e-13
+    diff, p = diff_test(y, a, b)
+    assert abs(diff) < 1e-10 and p is not None and p > 0.5
+
+
+def test_a_study_with_too_few_dialogues_has_no_interval():
+    y, a, b = _study(30, 3)
+    assert diff_ci(y[:3], a[:3], b[:3]) is None and diff_test(y[:3], a[:3], b[:3])[1] is None
