@@ -9,7 +9,8 @@ Column contracts:
   (``counts`` is a JSON object {answer: votes}; ``final`` is the adjudicated label where there is one,
   ``final_source`` says ``adjudicated`` or ``majority``); the free-text ``transcription`` is left out
 - agreement: question, n_items, n_annotators, n_votes, level, then each coefficient with
-  ``_low`` / ``_high`` (95 % bootstrap CI), notes
+  ``_low`` / ``_high`` (the 95 % interval the agreement report names in its ``ci_method``: by default
+  Fisher z with the jackknife SE over items and t; a percentile bootstrap over items where asked), notes
 - correlation: metric, n, pearson, pearson_low, pearson_high, p_value (the test of r = 0 that the
   pearson_low / pearson_high interval inverts: p < 0.05 exactly when it excludes 0), bootstrap_low,
   bootstrap_high, spearman, kendall, signature, then kind (``metric``; or ``difference``: one row per

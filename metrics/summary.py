@@ -643,6 +643,19 @@ def method_words(method: str | None) -> str | None:
     return method
 
 
+# The words for calibrate's interval families (metrics.calibrate: LAMBDA_FAMILIES, R_FAMILIES), as its
+# ``bootstrap.ci`` names them: λ*'s default is the percentile bootstrap, r*'s the bias-corrected Fisher z
+CALIBRATION_INTERVALS = {
+    "percentile": "percentile bootstrap over {unit}",
+    "bca": "BCa bootstrap over {unit}",
+    "profile": "the profile of the bootstrap curves over {unit}",
+    "profile_pointwise": "the pointwise profile of the bootstrap curves over {unit}",
+    "m_out_of_n": "m-out-of-n bootstrap over {unit}",
+    "atanh_t": "Fisher z with a bootstrap SE over {unit}, t",
+    "atanh_t_bc": "Fisher z with a bootstrap SE over {unit}, bias-corrected, t",
+}
+
+
 def _units_sentence(
     agreement: Agreement | None, correlation: CorrelationReport | None, calibration: Calibration | None
 ) -> Sentence | None:
@@ -663,7 +676,12 @@ def _units_sentence(
             parts.append(f"the ceiling's by {method_words(ceiling.ci_method) or 'percentile bootstrap over dialogues'}")
     if calibration is not None and calibration.ci_lambda:
         unit = calibration.bootstrap.resample.replace("+", " and ")
-        parts.append(f"λ*'s and its r's by percentile bootstrap over {unit}")
+        chosen = calibration.bootstrap.ci if isinstance(calibration.bootstrap.ci, Mapping) else {}
+        lam, r_star = (
+            CALIBRATION_INTERVALS.get(chosen.get(what, "percentile"), CALIBRATION_INTERVALS["percentile"]).format(unit=unit)
+            for what in ("lambda", "r")
+        )
+        parts.append(f"λ*'s and its r's by {lam}" if r_star == lam else f"λ*'s by {lam}; its r's by {r_star}")
     if not parts and not (correlation is not None and correlation.williams):
         return None
     text = f"Intervals are 95%: {'; '.join(parts)}." if parts else ""
