@@ -204,7 +204,6 @@ _STATISTICS_MODULES = (
     "scipy.special",
     "scipy.stats",
     "statsmodels.stats.inter_rater",
-    "statsmodels.stats.multitest",
 )
 
 

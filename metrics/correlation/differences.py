@@ -173,15 +173,32 @@ def diff_test(y: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> tuple[float, flo
 
 
 def adjust_p(p_values: Sequence[float], method: str = "holm") -> list[float] | None:
-    """p-values adjusted for the number tested: Holm or Bonferroni (family-wise error) or
-    Benjamini–Hochberg (false discovery rate), by statsmodels; None for ``none``."""
+    """p-values adjusted for the number tested: Holm (1979) or Bonferroni (family-wise error) or
+    Benjamini–Hochberg (1995, false discovery rate); None for ``none``.  The numbers of statsmodels'
+    ``multipletests`` (tests/unit/test_adjust_p.py), in a few lines of numpy: its Holm branch runs a full
+    garbage collection on every call (statsmodels 0.15), 0.3 s or more in a process holding many objects.
+
+    >>> adjust_p([0.01, 0.04, 0.03], "holm")
+    [0.03, 0.06, 0.06]
+    >>> [round(p, 3) for p in adjust_p([0.01, 0.04, 0.03], "bh")]
+    [0.03, 0.04, 0.04]
+    """
     if method not in ADJUSTMENTS:
         raise ValueError(f"--adjust must be one of {', '.join(ADJUSTMENTS)}, got {method!r}")
     if method == "none":
         return None
     if not p_values:
         return []
-    from statsmodels.stats.multitest import multipletests
-
-    name = {"holm": "holm", "bonferroni": "bonferroni", "bh": "fdr_bh"}[method]
-    return [float(p) for p in multipletests(list(p_values), method=name)[1]]
+    p = np.asarray(p_values, dtype=float)
+    m = p.size
+    if method == "bonferroni":
+        return [float(v) for v in np.minimum(p * m, 1.0)]
+    order = np.argsort(p, kind="mergesort")
+    ranked = p[order]
+    if method == "holm":  # step-down: max over k ≤ i of (m − k + 1)·p_(k)
+        stepped = np.minimum(np.maximum.accumulate(ranked * np.arange(m, 0, -1)), 1.0)
+    else:  # bh, step-up: min over k ≥ i of m·p_(k) / k
+        stepped = np.minimum(np.minimum.accumulate((ranked * m / np.arange(1, m + 1))[::-1])[::-1], 1.0)
+    adjusted = np.empty(m)
+    adjusted[order] = stepped
+    return [float(v) for v in adjusted]
