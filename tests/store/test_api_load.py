@@ -1,4 +1,4 @@
-"""Issue 28 (item 3): 50 concurrent API clients for 60 s against the API in its own process (uvicorn,
+"""Issue 28 (item 3): 50 concurrent API clients for 20 s (60 s in the issue) against the API in its own process (uvicorn,
 ``python -m annotate api``), on SQLite and on PostgreSQL, with 0 votes lost, none doubled by a retried
 POST, and k never exceeded.
 
@@ -14,8 +14,9 @@ Afterwards the store is read: every acknowledged vote is there exactly once (per
 the stored values in order are the acknowledged votes in the order they were sent: nothing lost,
 nothing doubled), every key is stored once and was answered "new" exactly once, no item has more
 than k human annotators with votes, and ``items.holders`` never exceeds k (+ the item's re-opened
-places).  Votes per second are printed (``pytest -s``).  ``DST_JUDGE_API_LOAD_SECONDS`` (default 60)
-sets how long the clients run; ``bench/bench_votes.py --http`` measures the same path's latencies.
+places).  Votes per second are printed (``pytest -s``).  ``DST_JUDGE_API_LOAD_SECONDS`` (default 20)
+sets how long the clients run (``DST_JUDGE_API_LOAD_SECONDS=60`` is the issue's run; 20 s keeps the whole
+suite under 15 minutes and still races ~1,000 votes, with items filling up to k while the clients run); ``bench/bench_votes.py --http`` measures the same path's latencies.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ pytestmark = pytest.mark.slow
 
 CLIENTS = 50
 OVERLAP = 3
-SECONDS = float(os.environ.get("DST_JUDGE_API_LOAD_SECONDS", "60"))
+SECONDS = float(os.environ.get("DST_JUDGE_API_LOAD_SECONDS", "20"))
 # Items that fill up to k during the run: each takes k = 3 judgements, and the API makes some 50 a
 # second on a 2-core machine under this load (bench_votes --http), so 15 items a second of load fill
 # near the end; on a faster machine earlier, and the clients then go on changing earlier votes.
