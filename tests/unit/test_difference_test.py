@@ -61,3 +61,15 @@ def test_correlations_equal_up_to_rounding_give_a_p_not_a_crash():
 def test_a_study_with_too_few_dialogues_has_no_interval():
     y, a, b = _study(30, 3)
     assert diff_ci(y[:3], a[:3], b[:3]) is None and diff_test(y[:3], a[:3], b[:3])[1] is None
+
+
+def test_the_family_bench_runs_the_analysis_family():
+    """bench_family's studies go through correlation_report's declared family: 6 comparisons against JGA
+    at the Bonferroni level 1 − 0.05/6, under both nulls."""
+    from bench.bench_family import NULLS, run
+
+    rows = run(3, sizes=(30,), nulls=NULLS)
+    assert [r["null"] for r in rows] == list(NULLS)
+    for row in rows:
+        assert row["comparisons"] == [6] and row["interval_level"] == [round(1 - 0.05 / 6, 6)]
+        assert 0 <= row["fwer_holm"] <= 1 and row["fwer_holm"] == row["fwer_intervals"]
