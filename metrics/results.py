@@ -526,10 +526,46 @@ class Forgetting:
 
 
 @dataclass(frozen=True)
+class LambdaSet:
+    """λ*'s confidence set by test inversion (``metrics.calibrate.lambda_confidence_set``): its hull
+    ``low`` / ``high``, its ``runs`` of consecutive grid points, the ``share`` of the grid it keeps, whether
+    λ* is ``identified`` (at most half the grid), and about how many dialogues would identify it.
+
+    >>> LambdaSet.from_dict({"low": 0.0, "high": 6.0, "runs": [[0.0, 6.0]], "share": 0.64}).runs
+    ((0.0, 6.0),)
+    """
+
+    low: float | None = None
+    high: float | None = None
+    runs: tuple[Interval, ...] = ()
+    share: float = 0.0
+    identified: bool = True
+    dialogues_to_identify: int | None = None
+    confidence: float = 0.95
+    method: str = ""
+
+    @classmethod
+    def from_dict(cls, value: Mapping[str, Any] | None) -> LambdaSet | None:
+        if not value:
+            return None
+        return cls(
+            low=value.get("low"),
+            high=value.get("high"),
+            runs=tuple((float(a), float(b)) for a, b in value.get("runs") or ()),
+            share=float(value.get("share", 0.0)),
+            identified=bool(value.get("identified", True)),
+            dialogues_to_identify=value.get("dialogues_to_identify"),
+            confidence=float(value.get("confidence", 0.95)),
+            method=value.get("method", ""),
+        )
+
+
+@dataclass(frozen=True)
 class Calibration:
     """The λ calibration for FGA (``python -m metrics calibrate --json``): λ* (``best_lambda``, refined
     off the grid; ``best_at_bound`` when the best grid point is an end) with its interval ``ci_lambda``
-    (its upper end None when open: ``ci_lambda_open`` says why), r there (``r_best``, ``ci_r``), r at λ = 0
+    (its upper end None when open: ``ci_lambda_open`` says why) and its confidence set by test inversion
+    (``lambda_set``, which says whether λ* is identified at all), r there (``r_best``, ``ci_r``), r at λ = 0
     (JGA) and λ → ∞ (turn match), the cross-validated r and its folds, the r(λ) ``curve``, the share of
     bootstrap refits at a grid end (``at_bound``), the counts it rests on and the notes.  A calibration
     counts no votes: ``n_votes`` is None.
@@ -554,6 +590,7 @@ class Calibration:
     ci_r: Interval | None = None
     at_bound: float | None = None
     bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    lambda_set: LambdaSet | None = None
     curve: tuple[CurvePoint, ...] = ()
     cv_r: float | None = None
     cv_folds: tuple[CalibrationFold, ...] = ()
@@ -582,6 +619,7 @@ class Calibration:
             ci_r=_pair(calibration.get("ci_r")),
             at_bound=calibration.get("at_bound"),
             bootstrap=Bootstrap.from_dict(calibration.get("bootstrap")),
+            lambda_set=LambdaSet.from_dict(calibration.get("lambda_set")),
             curve=tuple(CurvePoint.from_dict(point) for point in calibration.get("curve") or ()),
             cv_r=calibration.get("cv_r"),
             cv_folds=tuple(CalibrationFold.from_dict(row) for row in calibration.get("cv_folds") or ()),
@@ -1237,6 +1275,7 @@ __all__ = [
     "DesignAllocation",
     "DesignMetric",
     "DesignDifference",
+    "LambdaSet",
     "LambdaStar",
     "CorrectedEstimate",
     "CorrectedDifference",

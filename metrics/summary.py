@@ -578,6 +578,26 @@ def calibration_sentences(calibration: Calibration | Mapping[str, Any]) -> list[
         beside.append(f"turn match (λ → ∞) {number(k.r_turn)}")
     text = f"Best λ {number(k.best_lambda)}{lam_ci}, where FGA's r is {number(k.r_best)}{r_ci}; {cv}"
     text += f" (r of {' and '.join(beside)})." if beside else "."
+    found = k.lambda_set
+    if found is not None and found.low is not None and found.high is not None:
+        numbers.update(lambda_set_low=found.low, lambda_set_high=found.high, lambda_set_share=found.share)
+        if not found.identified:  # said first: the best λ is then one of many the data cannot tell apart
+            more = found.dialogues_to_identify
+            numbers["dialogues_to_identify"] = more
+            first = (
+                f"λ* is not identified with {k.n_dialogues} dialogues: every λ from {found.low:g} to {found.high:g} "
+                f"({found.share:.0%} of the grid) fits the ratings about as well as the best ({found.confidence:.0%} "
+                "confidence set by test inversion); "
+                + (
+                    f"about {more:,} dialogues would narrow it to half the grid if r(λ) kept this shape."
+                    if more is not None
+                    else "more than a million dialogues would be needed to narrow it to half the grid."
+                )
+            )
+            text = f"{first} {text}"
+        else:
+            runs = ", ".join(f"{a:g}-{b:g}" if a != b else f"{a:g}" for a, b in found.runs)
+            text += f" Its {found.confidence:.0%} confidence set by test inversion: λ in {runs}."
     sentences = [Sentence("lambda", text, numbers)]
     if ci_lambda is None:
         sentences.append(

@@ -149,7 +149,14 @@ def test_every_number_is_the_jsons_at_the_shown_rounding(study):
     assert one(summary, "ceiling").numbers["r_max"] == ceiling["r_max"]
     lam = one(summary, "lambda")
     assert lam.numbers["lambda"] == calibration["best_lambda"] and lam.numbers["cv_r"] == calibration["cv_r"]
-    assert lam.text.startswith(f"Best λ {number(calibration['best_lambda'])} {interval(calibration['ci_lambda'])}")
+    best = f"Best λ {number(calibration['best_lambda'])} {interval(calibration['ci_lambda'])}"
+    # issue 40, item 4: at 100 simulated dialogues the confidence set by test inversion keeps most of the
+    # grid, and the sentence says first that λ* is not identified, then the best λ
+    found = calibration["lambda_set"]
+    assert not found["identified"] and found["share"] > 0.5 and found["dialogues_to_identify"] > 100
+    assert lam.text.startswith(f"λ* is not identified with 100 dialogues: every λ from {found['low']:g} to {found['high']:g}")
+    assert f"about {found['dialogues_to_identify']:,} dialogues would narrow it" in lam.text and best in lam.text
+    assert lam.numbers["lambda_set_share"] == found["share"]
     units = one(summary, "units").text
     assert "jackknife SE over items" in units and "over dialogues" in units and "jackknife-t of z_A − z_B" in units
 
