@@ -18,7 +18,7 @@ every ρ(metric, rating) is equal):
 
 - ``heavy``: a dialogue's quality t ~ N(0, 1); each metric t + 0.8·T₃ (Student's t with 3 df, its own
   draw per metric: heavy-tailed, outliers in one metric at a time) plus a shared 0.6·N(0, 1) (the metrics
-  agree with each other beyond t: corr between metrics ≈ 0.6); the rating the mean of 3 votes
+  agree with each other beyond t: corr between metrics 1.36 / 3.28 ≈ 0.41); the rating the mean of 3 votes
   t + 0.7·T₃;
 - ``bounded``: tied, bounded metrics as a tracker's: each dialogue has 4-12 turns and a difficulty h ~
   N(0, 1); each metric is 1 − (share of turns it counts wrong), the turns wrong with probability

@@ -168,7 +168,8 @@ def lambda_confidence_set(
     tell from the best, over dialogues; it covered 0.99-1.00 at 30-100 dialogues in
     ``bench/coverage_lambda.py``, where the percentile interval of the refits covered 0.94-0.98 and, closed
     at both ends, 0.80 in an independent audit), as a set: ``low`` / ``high`` its hull, ``runs`` its
-    stretches of consecutive grid points [[from, to], ...], ``share`` the share of the grid's points it keeps,
+    stretches of consecutive grid points [[from, to], ...] (more than one where r(λ) has two humps),
+    ``share`` the share of the grid's points (where r is defined) it keeps,
     ``identified`` whether that share is at most :data:`IDENTIFIED_SHARE` (more: the data cannot tell λ* at
     this n), and ``dialogues_to_identify``: about how many dialogues would bring it to that share if r(λ)
     kept this shape, each λ's bootstrap limit shrinking as 1/√n (None: identified already, or beyond a
@@ -182,7 +183,9 @@ def lambda_confidence_set(
     ([[0.0, 6.0]], 0.64, False, 159)
     """
     gap, limit = profile_limits(curve, curves, confidence)
-    kept = np.isfinite(curve) & (gap <= limit + 1e-12)
+    defined = np.isfinite(gap)
+    kept = defined & (gap <= limit + 1e-12)
+    share = float(kept.sum() / defined.sum()) if defined.any() else 1.0  # of the grid points where r is defined
     out: dict[str, Any] = {
         "confidence": confidence,
         "method": "test inversion: every λ whose r is not significantly below the best (bootstrap over dialogues, "
@@ -190,14 +193,14 @@ def lambda_confidence_set(
         "low": float(grid[kept].min()) if kept.any() else None,
         "high": float(grid[kept].max()) if kept.any() else None,
         "runs": _runs(grid, kept),
-        "share": float(kept.mean()),
-        "identified": bool(kept.mean() <= IDENTIFIED_SHARE),
+        "share": share,
+        "identified": bool(defined.any() and share <= IDENTIFIED_SHARE),
         "dialogues_to_identify": None,
     }
-    if not out["identified"]:
-        finite = np.isfinite(gap) & np.isfinite(limit)
+    if not out["identified"] and defined.any():
         for scale in np.unique(np.ceil(np.geomspace(n_dialogues, 1_000_000, 200)).astype(int)):
-            if np.mean(finite & (gap <= limit * np.sqrt(n_dialogues / scale) + 1e-12)) <= IDENTIFIED_SHARE:
+            # an infinite limit (no usable resample) keeps its λ at any n
+            if np.sum(defined & (gap <= limit * np.sqrt(n_dialogues / scale) + 1e-12)) / defined.sum() <= IDENTIFIED_SHARE:
                 out["dialogues_to_identify"] = int(scale)
                 break
     return out

@@ -584,8 +584,9 @@ def calibration_sentences(calibration: Calibration | Mapping[str, Any]) -> list[
         if not found.identified:  # said first: the best λ is then one of many the data cannot tell apart
             more = found.dialogues_to_identify
             numbers["dialogues_to_identify"] = more
+            runs = ", ".join(f"{a:g} to {b:g}" if a != b else f"{a:g}" for a, b in found.runs)
             first = (
-                f"λ* is not identified with {k.n_dialogues} dialogues: every λ from {found.low:g} to {found.high:g} "
+                f"λ* is not identified with {k.n_dialogues} dialogues: every λ in {runs} "
                 f"({found.share:.0%} of the grid) fits the ratings about as well as the best ({found.confidence:.0%} "
                 "confidence set by test inversion); "
                 + (
@@ -694,7 +695,7 @@ def _units_sentence(
         ceiling = correlation.human_ceiling
         if ceiling.ci:
             parts.append(f"the ceiling's by {method_words(ceiling.ci_method) or 'percentile bootstrap over dialogues'}")
-    if calibration is not None and calibration.ci_lambda:
+    if calibration is not None and (calibration.ci_lambda or calibration.ci_r):
         unit = calibration.bootstrap.resample.replace("+", " and ")
         chosen = calibration.bootstrap.ci if isinstance(calibration.bootstrap.ci, Mapping) else {}
         lam, r_star = (

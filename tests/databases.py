@@ -92,17 +92,21 @@ class PgDatabases:
         self.ready: queue.Queue = queue.Queue(maxsize=self.AHEAD)
         self.dropping: queue.Queue = queue.Queue()
         self.stopping = threading.Event()
+        self.failed: list[tuple[str, BaseException]] = []  # drops that failed: tried again in close
         self.thread = threading.Thread(target=self._work, name="pg-databases", daemon=True)
         self.thread.start()
 
     def _work(self) -> None:
         while True:
             try:
-                drop_pg_database(self.dropping.get(timeout=0.05))
-                continue
+                url = self.dropping.get(timeout=0.05)
             except queue.Empty:
                 pass
-            except Exception:  # noqa: BLE001  a drop that failed leaves a database behind, no test fails for it
+            else:
+                try:
+                    drop_pg_database(url)
+                except Exception as err:  # noqa: BLE001  tried again in close, which says so if it fails again
+                    self.failed.append((url, err))
                 continue
             if self.stopping.is_set():
                 return
@@ -123,14 +127,21 @@ class PgDatabases:
         self.dropping.put(url)
 
     def close(self) -> None:
+        """Stop the thread (it finishes the drops queued), then drop what is left: the unused copies and the
+        drops that failed; a drop that fails again is raised (a database left behind is said, not hidden)."""
         self.stopping.set()
-        self.thread.join(timeout=600)
-        while not self.ready.empty():
-            made = self.ready.get()
-            if isinstance(made, str):
-                self.dropping.put(made)
-        while not self.dropping.empty():
-            drop_pg_database(self.dropping.get())
+        while self.thread.is_alive():  # it stops once its queue is empty; a copy it is making lands in ready
+            self.thread.join(timeout=5)
+        left = [made for made in iter(lambda: None if self.ready.empty() else self.ready.get(), None) if isinstance(made, str)]
+        left += [self.dropping.get() for _ in range(self.dropping.qsize())] + [url for url, _ in self.failed]
+        errors = []
+        for url in left:
+            try:
+                drop_pg_database(url)
+            except Exception as err:  # noqa: BLE001  each one tried, then all said
+                errors.append(f"{url}: {err}")
+        if errors:
+            raise RuntimeError("test databases left behind: " + "; ".join(errors))
 
 
 @pytest.fixture(scope="session")
@@ -149,8 +160,10 @@ def pg_template():
     try:
         yield databases
     finally:
-        databases.close()
-        drop_pg_database(url)
+        try:
+            databases.close()
+        finally:
+            drop_pg_database(url)
 
 
 def drop_pg_database(url: str) -> None:

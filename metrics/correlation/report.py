@@ -278,7 +278,9 @@ def correlation_report(
                 # 80% power for this comparison at the family's level α/m (metrics.planning: the power of diff_test)
                 entry["n_needed"] = dialogues_needed(r12, r13, r23, alpha=declared.test_alpha) if r12 != r13 else None
             except ValueError as why:  # a singular correlation matrix: the rating is a blend of the two metrics
-                entry.update(t=entry.get("t"), p_williams=entry.get("p_williams"), n_needed=None, note=f"Williams' t: {why}")
+                said = "Williams' t" if entry.get("t") is None else "the planner (n for 80% power)"
+                entry.update(t=entry.get("t"), p_williams=entry.get("p_williams"), n_needed=None)
+                entry["note"] = "; ".join(filter(None, [entry.get("note"), f"{said}: {why}"]))
         williams.append(entry)
     tested = [w for w in williams if w["p_value"] is not None]
     adjusted = adjust_p([w["p_value"] for w in tested], adjust)

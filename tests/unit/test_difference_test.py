@@ -73,3 +73,24 @@ def test_the_family_bench_runs_the_analysis_family():
     for row in rows:
         assert row["comparisons"] == [6] and row["interval_level"] == [round(1 - 0.05 / 6, 6)]
         assert 0 <= row["fwer_holm"] <= 1 and row["fwer_holm"] == row["fwer_intervals"]
+
+
+def test_a_metric_that_varies_on_one_dialogue_only_gets_no_interval():
+    """Review finding: leaving out the one dialogue where a metric varies leaves it constant; the jackknife
+    then dropped that dialogue, the very one carrying the metric's variation, and the test rejected a true
+    null in 16% of studies.  No interval and no p instead."""
+    rng = np.random.default_rng(4)
+    y, b = rng.normal(size=30), rng.normal(size=30)
+    a = np.zeros(30)
+    a[7] = 1.0
+    assert diff_ci(y, a, b) is None and diff_test(y, a, b)[1] is None
+
+
+def test_a_correlation_of_one_up_to_rounding_gets_no_interval():
+    """Review finding: r(y, 2y + 1) is 0.9999999999999999 in floating point; half the leave-one-out values
+    clipped to 1 and the test said p ≈ 0 with an interval reaching 1.17.  A correlation of ±1 has none."""
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=40)
+    y, b = 2 * a + 1, a + rng.normal(size=40)
+    assert np.corrcoef(y, a)[0, 1] < 1  # the case: 0.9999999999999999
+    assert diff_ci(y, a, b) is None and diff_test(y, a, b)[1] is None
