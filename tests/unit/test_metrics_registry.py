@@ -190,7 +190,7 @@ def test_the_cli_signatures_come_from_the_type(tmp_path, fixtures):
         seed=2,
         resample_unit="dialogues",
         interval="jackknife_t95+percentile95+bca95",
-        difference="zou2007-jackknife_t",
+        difference="jackknife_t_z_diff",
         adjust="holm",
         family="reference(jga,fga_0.5)",  # the declared comparisons (issue 26)
     )
