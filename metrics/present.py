@@ -372,6 +372,22 @@ def p_note(correlation: CorrelationReport | Mapping[str, Any]) -> str | None:
     return f"p: the two-sided test of r = 0 that the row's 95% CI inverts ({test}); p < 0.05 exactly when the CI excludes 0."
 
 
+def lambda_set_caption(calibration: Calibration | Mapping[str, Any]) -> str | None:
+    """Under λ*'s figure: its confidence set by test inversion, and first whether λ* is identified at all
+    (None without a set: no bootstrap).
+
+    >>> lambda_set_caption({"n_dialogues": 10, "lambda_set": {"runs": [[0.0, 10.0]], "identified": False}})
+    'not identified with 10 dialogues: 95% set λ in 0-10'
+    """
+    view = Calibration.of(calibration)
+    found = view.lambda_set
+    if found is None or not found.runs:
+        return None
+    runs = ", ".join(f"{a:g}-{b:g}" if a != b else f"{a:g}" for a, b in found.runs)
+    head = "" if found.identified else f"not identified with {view.n_dialogues} dialogues: "
+    return f"{head}{found.confidence:.0%} set λ in {runs}"
+
+
 def williams_table(correlation: CorrelationReport | Mapping[str, Any]) -> Table:
     """Every pair of metrics: r_A − r_B with its jackknife-t interval, its p and the adjusted p, Williams' t."""
     view = CorrelationReport.of(correlation)

@@ -566,6 +566,9 @@ def _lambda_section(calibration: Calibration, sentences: list) -> None:
     number, interval = present.number, present.interval
     numbers.metric("best λ", number(calibration.best_lambda), help=f"95% CI {interval(calibration.ci_lambda)}")
     numbers.caption(f"95% CI {interval(calibration.ci_lambda)}")
+    said = present.lambda_set_caption(calibration)
+    if said:
+        numbers.caption(said)
     numbers.metric("r at best λ", number(calibration.r_best), help=f"95% CI {interval(calibration.ci_r)}")
     numbers.caption(f"95% CI {interval(calibration.ci_r)}")
     numbers.metric("cross-validated r", number(calibration.cv_r), help=f"{len(calibration.cv_folds)} folds")
