@@ -372,6 +372,15 @@ def p_note(correlation: CorrelationReport | Mapping[str, Any]) -> str | None:
     return f"p: the two-sided test of r = 0 that the row's 95% CI inverts ({test}); p < 0.05 exactly when the CI excludes 0."
 
 
+def lambda_runs(runs: Sequence[Sequence[float]], to: str = "-") -> str:
+    """λ*'s confidence set as its stretches of the grid: ``0-0.8, 2-3`` (``to`` between a stretch's ends).
+
+    >>> lambda_runs([(0.0, 0.8), (2.0, 2.0)], " to ")
+    '0 to 0.8, 2'
+    """
+    return ", ".join(f"{a:g}{to}{b:g}" if a != b else f"{a:g}" for a, b in runs)
+
+
 def lambda_set_caption(calibration: Calibration | Mapping[str, Any]) -> str | None:
     """Under λ*'s figure: its confidence set by test inversion, and first whether λ* is identified at all
     (None without a set: no bootstrap).
@@ -383,7 +392,7 @@ def lambda_set_caption(calibration: Calibration | Mapping[str, Any]) -> str | No
     found = view.lambda_set
     if found is None or not found.runs:
         return None
-    runs = ", ".join(f"{a:g}-{b:g}" if a != b else f"{a:g}" for a, b in found.runs)
+    runs = lambda_runs(found.runs)
     head = "" if found.identified else f"not identified with {view.n_dialogues} dialogues: "
     return f"{head}{found.confidence:.0%} set λ in {runs}"
 

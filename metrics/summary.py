@@ -43,7 +43,7 @@ from typing import Any
 
 from metrics.comparisons import ADJUSTMENT_NAMES
 from metrics.correlation import Comparison, HumanCeiling, MetricCorrelation
-from metrics.present import RATING_WORDS, interval, number, p_value
+from metrics.present import RATING_WORDS, interval, lambda_runs, number, p_value
 from metrics.registry import JGA, split_key
 from metrics.results import (
     Agreement,
@@ -584,7 +584,7 @@ def calibration_sentences(calibration: Calibration | Mapping[str, Any]) -> list[
         if not found.identified:  # said first: the best λ is then one of many the data cannot tell apart
             more = found.dialogues_to_identify
             numbers["dialogues_to_identify"] = more
-            runs = ", ".join(f"{a:g} to {b:g}" if a != b else f"{a:g}" for a, b in found.runs)
+            runs = lambda_runs(found.runs, " to ")
             first = (
                 f"λ* is not identified with {k.n_dialogues} dialogues: every λ in {runs} "
                 f"({found.share:.0%} of the grid) fits the ratings about as well as the best ({found.confidence:.0%} "
@@ -597,7 +597,7 @@ def calibration_sentences(calibration: Calibration | Mapping[str, Any]) -> list[
             )
             text = f"{first} {text}"
         else:
-            runs = ", ".join(f"{a:g}-{b:g}" if a != b else f"{a:g}" for a, b in found.runs)
+            runs = lambda_runs(found.runs)
             text += f" Its {found.confidence:.0%} confidence set by test inversion: λ in {runs}."
     sentences = [Sentence("lambda", text, numbers)]
     if ci_lambda is None:
