@@ -25,6 +25,7 @@
                        [--budget N] [--target-width W] [--max-k K] [--json]   (no option: the design and where it stands)
     python -m annotate study archive|unarchive NAME
     python -m annotate study changes NAME [--json]
+    python -m annotate study plan NAME [--freeze] [--export PATH] [--json]   (the analysis plan: frozen before the first vote)
     python -m annotate study delete NAME --confirm NAME   (refused while votes exist that were not exported)
     python -m annotate status NAME [--json]
     python -m annotate votes import NAME FILE.csv
@@ -148,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     design.add_argument("--json", action="store_true")
     for action, what in (("archive", "hide the study from annotators"), ("unarchive", "show it to annotators again")):
         study.add_parser(action, help=what).add_argument("name")
+    plan = study.add_parser(
+        "plan", help="the analysis plan and the deviations from it; --freeze fixes it (before the first vote)"
+    )
+    plan.add_argument("name")
+    plan.add_argument("--freeze", action="store_true", help="freeze the analysis settings stored now as the plan")
+    plan.add_argument("--export", type=Path, metavar="PATH", help="write the plan file (a folder: its timestamped name)")
+    plan.add_argument("--json", action="store_true")
     log = study.add_parser("changes", help="the study's change log (who changed what, when)")
     log.add_argument("name")
     log.add_argument("--json", action="store_true")
@@ -551,6 +559,38 @@ def study_changes(engine, args) -> None:
             print(f"{c.at}\t{c.by}\t{c.what}\t{c.old} -> {c.new}")
 
 
+def study_plan(engine, args) -> None:
+    """Print the analysis plan and its deviations; --freeze freezes it first, --export writes its file."""
+    from annotate import service
+
+    study_id = _study_id(engine, args.name)
+    plan = (
+        service.freeze_plan(engine, service.CLI, study_id) if args.freeze else service.study_plan(engine, service.CLI, study_id)
+    )
+    if args.export is not None:
+        name, content = service.plan_file(engine, service.CLI, study_id)
+        out = args.export / name if args.export.is_dir() else args.export
+        try:
+            out.write_bytes(content)
+        except OSError as err:  # one line, not a traceback
+            raise ValueError(f"cannot write {out}: {err.strerror}") from None
+        print(f"wrote {out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps({**asdict(plan), "frozen": plan.frozen, "deviations": [d.text() for d in plan.deviations]}, indent=1))
+        return
+    if plan.frozen:
+        print(
+            f"{args.name}: analysis plan frozen at {plan.frozen_at} by {plan.frozen_by} (settings SHA-256 {plan.settings_sha256})"
+        )
+    else:
+        votes = f"{plan.votes} vote{'s' if plan.votes != 1 else ''}"
+        print(f"{args.name}: analysis plan not frozen ({votes}; it can be frozen only before the first vote)")
+    for key, value in plan.settings.items():
+        print(f"  {key}: {json.dumps(value)}")
+    for deviation in plan.deviations:
+        print(f"flag: {deviation.text()}")
+
+
 def study_delete(engine, args) -> None:
     from annotate import service
 
@@ -617,6 +657,7 @@ COMMANDS = {
     ("study", "archive"): study_archive,
     ("study", "unarchive"): study_archive,
     ("study", "changes"): study_changes,
+    ("study", "plan"): study_plan,
     ("study", "delete"): study_delete,
     ("status", None): status,
     ("votes", "import"): votes_import,

@@ -14,6 +14,7 @@ import base64
 import html
 import re
 
+from exports.analysis_plan import report_rows
 from metrics import __version__
 from metrics.present import Table, analysis_tables
 from metrics.results import StudyAnalysis
@@ -53,6 +54,9 @@ def sections(data, analysis: StudyAnalysis | dict, settings) -> list[Table]:
         ["agreement weights (Cohen's κ, AC2)", settings.weights],
         ["bootstrap over", settings.resample],
         ["DST Judge", __version__],
+        # the frozen analysis plan (or "not frozen"), then a flag row per deviation from it and per
+        # settings change made after votes arrived (exports.analysis_plan)
+        *report_rows(getattr(data, "settings", None), settings.to_dict(), getattr(data, "late_settings_changes", [])),
     ]
     progress_rows = [
         ["items", str(progress["items"])],

@@ -41,6 +41,9 @@ class StudyData:
     dialogues: dict[str, list[Dialogue]] = field(default_factory=dict)  # per condition, for kinds that have them
     analyser: Callable[..., dict] | None = None  # (settings, condition) -> the study's analysis
     adjudications: dict[tuple[str, str, str], dict] = field(default_factory=dict)  # (key, condition, question) -> label
+    # the analysis-settings changes logged after the first vote (at, by, old, new): the report flags them
+    # (exports.analysis_plan); the frozen plan itself is in ``settings["plan"]``
+    late_settings_changes: list[dict] = field(default_factory=list)
 
     def vote_table(self) -> VoteTable:
         rows = ((v["item"], v["annotator"], v["question"], v["value"], v["condition"] or "") for v in self.votes)

@@ -7,6 +7,8 @@
 - ``study_data``: a study out of the store as plain data for ``metrics`` and ``exports``; the annotators
   left out of it;
 - ``reports``: progress, annotator quality and allocation status (no analysis of its own).
+- ``analysis_plan``: the frozen analysis plan in the store (frozen before the first vote) and the
+  analysis-settings changes logged after the first vote; what they mean is ``exports.analysis_plan``.
 
 It reads studies, votes and people; nothing below it imports it.
 """

@@ -21,7 +21,7 @@ from datetime import datetime
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from annotate.analysis import analysis_cache, study_data
+from annotate.analysis import analysis_cache, analysis_plan, study_data
 from annotate.store.db import read_session
 from annotate.store.models import (
     Annotator,
@@ -236,6 +236,7 @@ def load_study(engine: Engine, study: str | int, *, history: bool = False) -> St
         data = study_data.read_study(session, study, history=history)
         study_id = study_data.find_study(session, study).id
         data.progress_report = asdict(progress(session, study_id))
+        data.late_settings_changes = analysis_plan.late_settings_changes(session, study_id)
         study_data.leave_out_excluded(session, data, study_id)
     return data
 

@@ -96,7 +96,47 @@ def _settings_form(engine, user, study) -> AnalysisSettings:
         )
         if right.button("Store these settings with the study", key=f"{key}-store", disabled=chosen == stored):
             guard(lambda: service.set_study_settings(engine, user, study.id, chosen), "Stored: exports and the report use them.")
+        _plan_section(engine, user, study, unsaved=chosen != stored)
     return chosen
+
+
+def _plan_section(engine, user, study, *, unsaved: bool) -> None:
+    """The frozen analysis plan (``exports.analysis_plan``): frozen here before the first vote, downloaded as
+    its timestamped file; every deviation from it, and every settings change made after votes arrived."""
+    plan = guard(lambda: service.study_plan(engine, user, study.id))
+    if not plan or plan is True:
+        return
+    key = f"an-plan-{study.id}"
+    if plan.frozen:
+        st.text(f"Analysis plan frozen at {str(plan.frozen_at).replace('T', ' ').removesuffix('Z')} UTC by {plan.frozen_by}.")
+        found = guard(lambda: service.plan_file(engine, user, study.id))
+        if found and found is not True:
+            name, content = found
+            st.download_button(
+                "Download the analysis plan (JSON)",
+                content,
+                file_name=name,
+                mime="application/json",
+                key=f"{key}-file",
+                on_click="ignore",
+            )
+    elif plan.votes == 0:
+        st.caption(
+            "Freezing fixes the settings stored with the study as its analysis plan, before the first vote: "
+            "the report then flags any setting changed after votes arrive."
+        )
+        if st.button(
+            "Freeze the analysis plan",
+            key=f"{key}-freeze",
+            disabled=unsaved,
+            help="Store the settings chosen above first." if unsaved else None,
+        ):
+            if guard(lambda: service.freeze_plan(engine, user, study.id), "Frozen: the plan can now be downloaded."):
+                st.rerun()
+    else:
+        st.caption("No analysis plan was frozen before the first vote.")
+    for deviation in plan.deviations:
+        st.text(f"⚠ {deviation.text()}")  # values and names as text, not Markdown
 
 
 def render() -> None:

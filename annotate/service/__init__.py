@@ -128,7 +128,9 @@ from annotate.service.studies import (
     delete_study,
     design_proposal,
     find_study,
+    freeze_plan,
     list_studies,
+    plan_file,
     reopen,
     set_allocation,
     set_archived,
@@ -141,6 +143,7 @@ from annotate.service.studies import (
     study_changes,
     study_items,
     study_members,
+    study_plan,
     study_settings,
 )
 from annotate.studies import StudyError, question_spec
@@ -211,7 +214,9 @@ __all__ = [
     "delete_study",
     "design_proposal",
     "find_study",
+    "freeze_plan",
     "list_studies",
+    "plan_file",
     "reopen",
     "set_allocation",
     "set_archived",
@@ -224,6 +229,7 @@ __all__ = [
     "study_changes",
     "study_items",
     "study_members",
+    "study_plan",
     "study_settings",
     # analysis
     "adjudicate",

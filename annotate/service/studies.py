@@ -20,6 +20,7 @@ from annotate.studies.uploads import unpacked
 from formats.gold import read_gold
 
 if TYPE_CHECKING:  # the analysis (numpy and the statistics) is imported by the functions that run it (issue 36)
+    from exports.analysis_plan import AnalysisPlan
     from metrics.analysis import AnalysisSettings
 
 
@@ -198,6 +199,44 @@ def set_study_settings(engine: Engine, user: Annotator, study_id: int, settings:
         if before != settings.to_dict():
             studies.record(session, study_id, user, "analysis settings", before or "(defaults)", settings.to_dict())
         study.settings = {**(study.settings or {}), "analysis": settings.to_dict()}
+
+
+def freeze_plan(engine: Engine, user: Annotator, study_id: int) -> AnalysisPlan:
+    """Freeze the study's analysis settings (the whole settings: family, adjustment, λ grid, ...) as its
+    analysis plan, before its first vote; recorded.  StudyError once the study has a vote, or when the
+    plan is frozen already (nothing changes then)."""
+    from annotate.analysis import analysis_plan
+
+    require_admin(user)
+    with write_session(engine) as session:
+        return analysis_plan.freeze(session, study_id, user)
+
+
+def study_plan(engine: Engine, user: Annotator, study_id: int) -> AnalysisPlan:
+    """The study's analysis plan (``exports.analysis_plan.AnalysisPlan``: not frozen, or when and by whom)
+    with its deviations: each setting in use that differs from the plan, and each analysis-settings
+    change recorded after the first vote (old and new value, when, by whom)."""
+    from annotate.analysis import analysis_plan
+
+    require_admin(user)
+    with read_session(engine) as session:
+        return analysis_plan.plan_of(session, session.get(Study, study_id))
+
+
+def plan_file(engine: Engine, user: Annotator, study_id: int) -> tuple[str, bytes]:
+    """The frozen plan as a file: (``<study>-analysis-plan-<UTC timestamp>.json``, its JSON with the
+    settings' SHA-256).  StudyError while the plan is not frozen."""
+    from annotate.analysis import analysis_plan
+    from exports.analysis_plan import plan_file as as_file
+
+    require_admin(user)
+    with read_session(engine) as session:
+        study = session.get(Study, study_id)
+        plan = analysis_plan.plan_of(session, study)
+        name = study.name
+    if not plan.frozen:
+        raise StudyError(f"the analysis plan of {name!r} is not frozen: freeze it first (before the first vote)")
+    return as_file(name, plan)
 
 
 def study_members(engine: Engine, user: Annotator, study_id: int) -> list[str]:
