@@ -108,3 +108,14 @@ def pytest_collection_modifyitems(config, items):
         folder = parts[1] if parts[0] == "tests" and len(parts) > 2 else "unit"
         if folder in LAYER_FOLDERS and not any(item.get_closest_marker(name) for name in (*LAYER_FOLDERS, "slow")):
             item.add_marker(getattr(pytest.mark, folder))
+        if folder in BY_MODULE_FOLDERS or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group(Path(str(item.path)).resolve().relative_to(REPO).as_posix()))
+
+
+# The full test command runs pytest-xdist workers (``-n 3 --dist loadgroup``, scripts/test.sh). The tests
+# that drive Chromium and the two-server scale-out test mostly wait (for a page to settle, a server to start,
+# a background analysis): on this machine kind's two cores one browser module at a time used a third of a
+# core. Each of their modules is one group, run whole on one worker (its server and its Chromium are made
+# once, as without xdist), so the waits of three modules overlap, and the tests that compute (store, unit,
+# app) fill the cores around them.
+BY_MODULE_FOLDERS = ("browser", "scaleout")

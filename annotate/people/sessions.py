@@ -142,18 +142,32 @@ def device_cookie(annotator: Annotator, previous: str | None, now: datetime | No
     return "~".join(tokens[:MAX_DEVICE_TOKENS])
 
 
+# Built once (as ``_USER_IN`` below): every login attempt runs it, the refused ones of a guesser too, so a
+# refusal costs one prepared statement and no statement building.
+_SINCE = bindparam("since", type_=LoginFailure.at.type)
+_OWN = and_(LoginFailure.client == bindparam("bucket"), LoginFailure.at >= bindparam("own_since", type_=LoginFailure.at.type))
+_UNKNOWN = and_(
+    LoginFailure.client.not_like(DEVICE_PREFIX + "%"), LoginFailure.at >= bindparam("name_since", type_=LoginFailure.at.type)
+)
+_THROTTLE = select(
+    func.count(LoginFailure.id).filter(_OWN),
+    func.max(LoginFailure.at).filter(_OWN),
+    func.count(LoginFailure.id).filter(_UNKNOWN),
+    func.max(LoginFailure.at).filter(_UNKNOWN),
+).where(LoginFailure.name == bindparam("name"), LoginFailure.at >= _SINCE)
+
+
 def _throttle_wait(session, name: str, bucket: str, known: bool, now: datetime) -> float:
     """Seconds this bucket must still wait before its password is checked (0: go ahead); one query."""
-    own = and_(LoginFailure.client == bucket, LoginFailure.at >= now - CLIENT_WINDOW)
-    unknown = and_(LoginFailure.client.not_like(DEVICE_PREFIX + "%"), LoginFailure.at >= now - FAILURE_WINDOW)
-    since = now - max(CLIENT_WINDOW, FAILURE_WINDOW)
     own_count, own_last, name_count, name_last = session.execute(
-        select(
-            func.count(LoginFailure.id).filter(own),
-            func.max(LoginFailure.at).filter(own),
-            func.count(LoginFailure.id).filter(unknown),
-            func.max(LoginFailure.at).filter(unknown),
-        ).where(LoginFailure.name == name, LoginFailure.at >= since)
+        _THROTTLE,
+        {
+            "name": name,
+            "bucket": bucket,
+            "own_since": now - CLIENT_WINDOW,
+            "name_since": now - FAILURE_WINDOW,
+            "since": now - max(CLIENT_WINDOW, FAILURE_WINDOW),
+        },
     ).one()
     waits = [(own_count, own_last, FREE_FAILURES, CLIENT_DELAY)]
     if not known:  # an unknown browser: also the name's limit over all unknown browsers

@@ -30,9 +30,20 @@ def test_folders_are_markers_and_slow_tests_leave_the_layer(pytestconfig):
         Item("tests/store/test_x.py"),
         Item("tests/store/test_x.py", "browser"),
         Item("metrics/scores.py"),  # a doctest
+        Item("tests/browser/test_x.py"),
+        Item("tests/scaleout/test_x.py"),
     ]
     pytest_collection_modifyitems(None, items)
-    assert [item.marks for item in items] == [{"unit"}, {"slow"}, {"store"}, {"browser"}, {"unit"}]
+    serial = "xdist_group"  # a browser or scale-out module runs whole on one xdist worker
+    assert [item.marks for item in items] == [
+        {"unit"},
+        {"slow"},
+        {"store"},
+        {"browser", serial},
+        {"unit"},
+        {"browser", serial},
+        {"scaleout", serial},
+    ]
     assert any(line.startswith("slow:") for line in pytestconfig.getini("markers"))  # registered for --strict-markers
 
 
@@ -100,7 +111,20 @@ def test_on_the_collected_items_no_slow_test_is_in_the_quick_loop():
 
     def collected(markexpr: str) -> set[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", "-m", markexpr, "tests/unit"],
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-n",
+                "0",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:randomly",
+                "-m",
+                markexpr,
+                "tests/unit",
+            ],
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -35,7 +35,20 @@ def test_missing_fixtures_fail_each_test_with_the_conftest_message(tmp_path):
     report = tmp_path / "report.xml"
     env = {**os.environ, "DST_JUDGE_FIXTURES": str(nowhere)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-k", "not postgresql", f"--junitxml={report}", *SELECTED],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-n",
+            "0",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-k",
+            "not postgresql",
+            f"--junitxml={report}",
+            *SELECTED,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,
