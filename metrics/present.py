@@ -610,6 +610,54 @@ def _designed_table(design: DesignSummary) -> Table:
     return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
 
 
+def corrected_table(analysis: StudyAnalysis | Mapping[str, Any]) -> Table | None:
+    """Beside each metric's raw r, its correlation with the expected rating corrected for the ratings'
+    reliability (``metrics.analysis.corrected_summary``), and the corrected difference: for a study that is
+    not designed (a designed study shows these in its design table) whose overlap subset identifies them;
+    None otherwise.  The raw r is attenuated by the votes' noise, more so with fewer votes per dialogue: ρ is
+    the estimand the designer plans for, so studies of different k compare on it.
+
+    >>> view = StudyAnalysis.from_dict({"agreement": {}, "correlation": {"metrics": [{"metric": "jga", "pearson": 0.3}]},
+    ...     "design": {"design": "uniform", "corrected": {"target": "T", "n_dialogues": 40, "n_overlap": 40, "icc": 0.5,
+    ...     "reliability": 0.75, "metrics": [{"metric": "jga", "estimate": 0.35, "ci": [0.1, 0.6]}]}}})
+    >>> corrected_table(view).rows
+    [['jga', '0.300', '0.350', '[0.100, 0.600]']]
+    """
+    view = StudyAnalysis.of(analysis)
+    corrected = view.design.corrected
+    if view.design.design == "designed" or corrected is None or not corrected.metrics:
+        return None
+    raw = {m.metric: m.pearson for m in view.correlation.metrics} if view.correlation is not None else {}
+    rows = [[m.metric, number(raw.get(m.metric)), number(m.estimate), interval(m.ci)] for m in corrected.metrics]
+    difference = corrected.difference
+    if difference is not None:
+        a, b = raw.get(difference.a), raw.get(difference.b)
+        rows.insert(
+            0,
+            [
+                f"{difference.a} - {difference.b}",
+                number(None if a is None or b is None else a - b),
+                number(difference.estimate),
+                interval(difference.ci),
+            ],
+        )
+    notes = [
+        f"ρ: {corrected.target}" if corrected.target else "ρ: the correlation with the expected rating",
+        f"{corrected.n_dialogues} dialogues, {corrected.n_overlap} with two or more votes; single-rating "
+        f"ICC {number(corrected.icc)}, reliability of the dialogue means {number(corrected.reliability)}",
+        "the raw r is attenuated by the votes' noise, the more so the fewer votes a dialogue has: compare "
+        "studies of different k on ρ",
+        *corrected.notes,
+    ]
+    if any(abs(v) > 1 for m in corrected.metrics for v in (m.estimate, *(m.ci or ())) if v is not None):
+        notes.append(
+            "a corrected ρ or an interval bound beyond ±1 is the sampling error of the estimated reliability, "
+            "not a correlation beyond ±1"
+        )
+    columns = ("metric", "raw r", "corrected ρ", "95% CI of ρ (jackknife over dialogues)")
+    return Table("Corrected for the ratings' reliability", columns, rows, notes)
+
+
 def kind_tables(analysis: StudyAnalysis | Mapping[str, Any]) -> list[Table]:
     """The tables of what a task kind added to the analysis (CoCo: % human-like and % correct per
     condition); none for the others."""
@@ -630,6 +678,9 @@ def analysis_tables(analysis: StudyAnalysis | Mapping[str, Any], tie: str) -> li
     if view.correlation is not None:
         tables.append(correlation_table(view.correlation, view.condition))
         tables.append(williams_table(view.correlation))
+    corrected = corrected_table(view)
+    if corrected is not None:
+        tables.append(corrected)
     if view.system_level is not None:
         tables.append(system_table(view.system_level))
     elif view.correlation_note is not None:

@@ -128,12 +128,18 @@ def analyse(
 
             report(0.9, "estimates under the adaptive design")
             result["design"] = design_summary(dialogues, rated, settings, pi, condition=condition, allocation=allocation)
-        if (allocation or {}).get("policy") == "designed" and dialogues and isinstance(result.get("design"), dict):
+        if dialogues and isinstance(result.get("design"), dict):
             from metrics.analysis import corrected_summary
 
-            report(0.95, "the k-independent target under the designed design")
+            # The k-independent target (each metric's correlation with the expected rating, corrected for the
+            # ratings' reliability on the overlap subset), for every design: a designed study asks for it (its
+            # note says why it is missing); any other study gets it beside the raw r whenever its overlap
+            # subset identifies it, so studies of different k are compared on the same estimand.
+            designed = (allocation or {}).get("policy") == "designed"
+            report(0.95, "the k-independent target" + (" under the designed design" if designed else ""))
             target = corrected_summary(dialogues, rated, settings, condition=condition, allocation=allocation)
-            result["design"]["corrected"] = target
+            if designed or (target.get("note") is None and target.get("metrics")):
+                result["design"]["corrected"] = target
     report(1.0, "done")
     return result
 

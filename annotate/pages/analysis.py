@@ -584,9 +584,12 @@ def _correlation_section(result: StudyAnalysis) -> None:
     differences = present.williams_table(correlation)
     family = correlation.comparisons
     adjusted = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "BH"}.get(family.adjust if family else None)
-    title = f"{differences.title}: r_A − r_B, jackknife interval, Williams' test" + (f", {adjusted}" if adjusted else "")
+    title = f"{differences.title}: r_A − r_B, jackknife-t interval and test" + (f", {adjusted}" if adjusted else "")
     with st.expander(title):
         show_table(differences, subheader=False)
+    corrected = present.corrected_table(result)
+    if corrected is not None:
+        show_table(corrected)
     if result.system_level is not None:
         with st.expander(f"System level: {result.system_level.n_systems} systems as the unit"):
             show_table(present.system_table(result.system_level), subheader=False)

@@ -131,11 +131,40 @@ def test_too_small_an_overlap_subset_says_so_instead_of_an_estimate(engine, tmp_
     assert corrected["metrics"] == [] and "difference" not in corrected and "icc" not in corrected
 
 
-def test_a_uniform_study_has_no_corrected_section(engine, tmp_path):
+def test_a_uniform_study_with_an_overlap_gets_the_corrected_target_beside_the_raw_r(engine, tmp_path):
+    """Not only designed studies: a uniform study whose dialogues have 2 votes each reports each metric's
+    corrected ρ and the corrected difference (the estimand the designer plans for), beside the raw r."""
+    from metrics import present
+
     study, admin, people = _study(engine, tmp_path, n=20, overlap=2, annotators=2, name="corrected-uniform")
+    cast = _vote_all(engine, study.id, people)
+    result = service.study_analysis(engine, admin, study.id, SETTINGS)
+    design = result["design"]
+    assert design["design"] == "uniform"
+    corrected = design["corrected"]
+    assert (corrected["n_dialogues"], corrected["n_overlap"]) == (20, 20) and "note" not in corrected
+    ids, values = _metrics(engine, study.id, SETTINGS, corrected["condition"])
+    rated = [d for d in ids if d in cast]
+    rows = np.array([ids.index(d) for d in rated])
+    ratings = [cast[d] for d in rated]
+    jga = next(m for m in corrected["metrics"] if m["metric"] == "jga")
+    assert jga["estimate"] == pytest.approx(corrected_r(values["jga"][rows], ratings).estimate, abs=1e-12)
+    direct = corrected_difference(values["fga_0.5"][rows], values["jga"][rows], ratings)
+    assert corrected["difference"]["estimate"] == pytest.approx(direct.estimate, abs=1e-12)
+    table = present.corrected_table(result)
+    raw = {m["metric"]: m["pearson"] for m in result["correlation"]["metrics"]}
+    by_metric = {row[0]: row for row in table.rows}
+    assert by_metric["jga"][1:3] == [present.number(raw["jga"]), present.number(jga["estimate"])]
+    assert table.rows[0][0] == "fga_0.5 - jga"  # the question's difference first
+    assert table.rows[0][1] == present.number(raw["fga_0.5"] - raw["jga"])
+    assert table in present.analysis_tables(result, "none")  # the report and the CLI show it too
+
+
+def test_a_uniform_study_without_an_overlap_has_no_corrected_section(engine, tmp_path):
+    study, admin, people = _study(engine, tmp_path, n=20, overlap=1, annotators=2, name="corrected-single")
     _vote_all(engine, study.id, people)
-    design = service.study_analysis(engine, admin, study.id, SETTINGS)["design"]
-    assert design == {"design": "uniform"}
+    result = service.study_analysis(engine, admin, study.id, SETTINGS)
+    assert result["design"] == {"design": "uniform"}
 
 
 def test_the_analysis_page_shows_the_corrected_target(app_db, tmp_path):
