@@ -548,6 +548,32 @@ def _estimate_row(estimate: Estimate) -> dict[str, Any]:
     return {"estimate": estimate.estimate, "ci": ci, "method": estimate.method}
 
 
+ICC_ALPHA = 0.05  # a study not designed for it: the corrected ρ only when the overlap's ICC is > 0 at this level
+
+
+def _between_dialogues_test(groups: list[list[float]]) -> tuple[float, float]:
+    """One-way ANOVA of the votes by dialogue on the overlap subset (H0: ICC(1,1) = 0): (F, p).  Votes
+    that agree within every dialogue and differ between dialogues: (inf, 0); no variation at all: (nan, 1).
+
+    >>> _between_dialogues_test([[1, 1], [0, 0], [1, 1]])
+    (inf, 0.0)
+    >>> f, p = _between_dialogues_test([[1, 0], [0, 1], [1, 0], [0, 1]]); round(f, 3), round(p, 3)
+    (0.0, 1.0)
+    """
+    from scipy import stats
+
+    values = np.concatenate([np.asarray(g, dtype=float) for g in groups])
+    within = sum(float(np.sum((np.asarray(g, dtype=float) - np.mean(g)) ** 2)) for g in groups)
+    between = sum(len(g) * (float(np.mean(g)) - float(values.mean())) ** 2 for g in groups)
+    df_between, df_within = len(groups) - 1, values.size - len(groups)
+    if df_between < 1 or df_within < 1:
+        return float("nan"), 1.0
+    if within == 0:
+        return (float("inf"), 0.0) if between > 0 else (float("nan"), 1.0)
+    f_stat = (between / df_between) / (within / df_within)
+    return float(f_stat), float(stats.f.sf(f_stat, df_between, df_within))
+
+
 def corrected_summary(
     dialogues: dict[str, list[Dialogue]],
     votes: VoteTable,
@@ -556,11 +582,18 @@ def corrected_summary(
     question: str = "satisfied",
     condition: str | None = None,
     allocation: dict[str, Any] | None = None,
+    icc_alpha: float | None = None,
 ) -> dict[str, Any]:
     """The k-independent target of a designed study (issue 29, ``metrics.design``): for each metric of the
     correlation table the corrected correlation ρ(metric, T) with its jackknife interval, and the corrected
     difference ρ(FGA at the design's λ, default 0.5) − ρ(JGA), with the ICC and reliability they use.
-    Fewer than ``metrics.design.MIN_OVERLAP`` dialogues with two or more votes: a ``note`` instead."""
+    Fewer than ``metrics.design.MIN_OVERLAP`` dialogues with two or more votes: a ``note`` instead.
+
+    ``icc_f``, ``icc_p``: the overlap's one-way ANOVA of the votes by dialogue (H0: ICC = 0).  With
+    ``icc_alpha`` (the analysis of a study that was not designed for the target: ``ICC_ALPHA``), a study
+    whose ANOVA does not reject ICC = 0 at that level gets a ``note`` instead of estimates: dividing by the
+    square root of a reliability that may be 0 inflates r without bound (votes independent of the dialogue
+    gave ρ of 2.5).  A designed study's overlap was sized for the target, and is reported as before."""
     from metrics.design import MIN_OVERLAP, corrected_difference, corrected_r, rating_matrix, reliability_parts
 
     if not dialogues:
@@ -606,6 +639,15 @@ def corrected_summary(
     out.update({"icc": single, "reliability": reliability})
     if not reliability > 0:
         out["note"] = f"ICC(1,1) = {single:.3f} is not positive: the corrected correlations are not identified"
+        return out
+    f_stat, f_p = _between_dialogues_test([r for r in ratings if len(r) >= 2])
+    out.update({"icc_f": f_stat, "icc_p": f_p})
+    if icc_alpha is not None and not f_p < icc_alpha:
+        out["note"] = (
+            f"the ratings' reliability is not distinguishable from 0 on the overlap subset (ICC(1,1) {single:.3f}; "
+            f"one-way ANOVA of the votes by dialogue: F {f_stat:.2f}, p {f_p:.2g}): dividing by its square root "
+            "would inflate the correlations without bound, so the corrected correlations are not reported"
+        )
         return out
     for metric, x in values.items():
         x = x[rows]

@@ -625,8 +625,11 @@ def corrected_table(analysis: StudyAnalysis | Mapping[str, Any]) -> Table | None
     """
     view = StudyAnalysis.of(analysis)
     corrected = view.design.corrected
-    if view.design.design == "designed" or corrected is None or not corrected.metrics:
+    if view.design.design == "designed" or corrected is None:
         return None
+    if corrected.note is not None or not corrected.metrics:
+        said = corrected.note if corrected.note is not None else "no corrected estimates"
+        return Table("Corrected for the ratings' reliability", (), [], [f"no corrected ρ: {said}"])
     raw = {m.metric: m.pearson for m in view.correlation.metrics} if view.correlation is not None else {}
     rows = [[m.metric, number(raw.get(m.metric)), number(m.estimate), interval(m.ci)] for m in corrected.metrics]
     difference = corrected.difference

@@ -129,16 +129,21 @@ def analyse(
             report(0.9, "estimates under the adaptive design")
             result["design"] = design_summary(dialogues, rated, settings, pi, condition=condition, allocation=allocation)
         if dialogues and isinstance(result.get("design"), dict):
-            from metrics.analysis import corrected_summary
+            from metrics.analysis import ICC_ALPHA, corrected_summary
+            from metrics.design import MIN_OVERLAP
 
             # The k-independent target (each metric's correlation with the expected rating, corrected for the
             # ratings' reliability on the overlap subset), for every design: a designed study asks for it (its
-            # note says why it is missing); any other study gets it beside the raw r whenever its overlap
-            # subset identifies it, so studies of different k are compared on the same estimand.
+            # note says why it is missing); any other study with an overlap subset gets it beside the raw r,
+            # so studies of different k are compared on the same estimand - when the overlap's ANOVA rejects
+            # ICC = 0 (else its note says why there is no ρ).
+
             designed = (allocation or {}).get("policy") == "designed"
             report(0.95, "the k-independent target" + (" under the designed design" if designed else ""))
-            target = corrected_summary(dialogues, rated, settings, condition=condition, allocation=allocation)
-            if designed or (target.get("note") is None and target.get("metrics")):
+            target = corrected_summary(
+                dialogues, rated, settings, condition=condition, allocation=allocation, icc_alpha=None if designed else ICC_ALPHA
+            )
+            if designed or target.get("n_overlap", 0) >= MIN_OVERLAP:
                 result["design"]["corrected"] = target
     report(1.0, "done")
     return result

@@ -19,12 +19,12 @@ from tests.store.test_designed_k import _study
 SETTINGS = AnalysisSettings(resamples=50)
 
 
-def _vote_all(engine, study_id, people, seed=0) -> dict[str, list[float]]:
-    """Simulated annotators: a dialogue's chance of a satisfied vote is 0.1 + 0.8 × its JGA; every
-    annotator claims and votes until nothing is left.  The votes cast, per dialogue."""
+def _vote_all(engine, study_id, people, seed=0, floor=0.1) -> dict[str, list[float]]:
+    """Simulated annotators: a dialogue's chance of a satisfied vote is ``floor`` + (1 - 2 ``floor``) × its
+    JGA; every annotator claims and votes until nothing is left.  The votes cast, per dialogue."""
     rng = np.random.default_rng(seed)
     ids, values = _metrics(engine, study_id, AnalysisSettings(), None)
-    latent = dict(zip(ids, 0.1 + 0.8 * values["jga"], strict=True))
+    latent = dict(zip(ids, floor + (1 - 2 * floor) * values["jga"], strict=True))
     cast: dict[str, list[float]] = {}
     for person in people:
         while (item := service.next_item(engine, person, study_id)) is not None:
@@ -136,13 +136,22 @@ def test_a_uniform_study_with_an_overlap_gets_the_corrected_target_beside_the_ra
     corrected ρ and the corrected difference (the estimand the designer plans for), beside the raw r."""
     from metrics import present
 
-    study, admin, people = _study(engine, tmp_path, n=20, overlap=2, annotators=2, name="corrected-uniform")
-    cast = _vote_all(engine, study.id, people)
+    study, admin, people = _study(engine, tmp_path, n=30, overlap=3, annotators=3, name="corrected-uniform")
+    ids, values = _metrics(engine, study.id, AnalysisSettings(), None)
+    high = dict(zip(ids, values["jga"] >= np.median(values["jga"]), strict=True))
+    cast: dict[str, list[float]] = {}
+    for n, person in enumerate(people):  # satisfied when JGA is high; the third annotator differs on a third
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            dialogue = item.payload["dialogue_id"]
+            value = int(high[dialogue]) ^ int(n == 2 and item.position % 3 == 0)
+            service.submit(engine, person, item.id, {"satisfied": str(value)})
+            cast.setdefault(dialogue, []).append(float(value))
     result = service.study_analysis(engine, admin, study.id, SETTINGS)
     design = result["design"]
     assert design["design"] == "uniform"
     corrected = design["corrected"]
-    assert (corrected["n_dialogues"], corrected["n_overlap"]) == (20, 20) and "note" not in corrected
+    assert (corrected["n_dialogues"], corrected["n_overlap"]) == (30, 30) and "note" not in corrected
+    assert corrected["icc_p"] < 0.05  # the votes follow JGA: the overlap tells the dialogues apart
     ids, values = _metrics(engine, study.id, SETTINGS, corrected["condition"])
     rated = [d for d in ids if d in cast]
     rows = np.array([ids.index(d) for d in rated])
@@ -158,6 +167,34 @@ def test_a_uniform_study_with_an_overlap_gets_the_corrected_target_beside_the_ra
     assert table.rows[0][0] == "fga_0.5 - jga"  # the question's difference first
     assert table.rows[0][1] == present.number(raw["fga_0.5"] - raw["jga"])
     assert table in present.analysis_tables(result, "none")  # the report and the CLI show it too
+
+
+def test_votes_that_do_not_tell_dialogues_apart_get_no_corrected_target(engine, tmp_path):
+    """Votes independent of the dialogue (ICC 0 in truth): the estimated ICC may come out a little above 0,
+    and dividing by the square root of so small a reliability gave ρ of 2.5 and -1.3 on the page.  The
+    overlap's one-way ANOVA does not reject ICC = 0, so the analysis says so and reports no ρ."""
+    from scipy import stats
+
+    study, admin, people = _study(engine, tmp_path, n=30, overlap=3, annotators=3, name="corrected-noise")
+    # 5 dialogues all 1, 5 all 0, 10 with two 1s, 10 with one: ICC(1,1) 0.12 > 0, F 1.42 on (29, 60) df, p 0.125
+    patterns = [(1, 1, 1)] * 5 + [(0, 0, 0)] * 5 + [(1, 1, 0)] * 10 + [(1, 0, 0)] * 10
+    cast: dict[str, list[float]] = {}
+    for n, person in enumerate(people):
+        while (item := service.next_item(engine, person, study.id)) is not None:
+            value = patterns[item.position % 30][n]
+            service.submit(engine, person, item.id, {"satisfied": str(value)})
+            cast.setdefault(item.payload["dialogue_id"], []).append(float(value))
+    direct = stats.f_oneway(*cast.values())
+    assert direct.statistic > 1 and direct.pvalue >= 0.05  # the ICC estimate is positive, not told from 0
+    from metrics import present
+
+    result = service.study_analysis(engine, admin, study.id, SETTINGS)
+    summary = result["design"]["corrected"]
+    assert summary["icc_f"] == pytest.approx(direct.statistic, rel=1e-9)
+    assert summary["icc_p"] == pytest.approx(direct.pvalue, rel=1e-9)
+    assert "not distinguishable from 0" in summary["note"] and summary["metrics"] == []
+    table = present.corrected_table(result)  # the page, the report and the CLI say why there is no ρ
+    assert table.rows == [] and table.notes[0].startswith("no corrected ρ: the ratings' reliability is not")
 
 
 def test_a_uniform_study_without_an_overlap_has_no_corrected_section(engine, tmp_path):
