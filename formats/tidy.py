@@ -32,6 +32,22 @@ def _unneutralise(value: str) -> str:
     return unneutralise(value)
 
 
+# A declared "I cannot tell" answer.  Policy (the only one): it is missing data for agreement, majority
+# labels and correlation (left out before they are computed, never a category or a number of its own), and
+# the analysis reports how often each item and each annotator gave it (``metrics.analysis.unsure_summary``);
+# the vote files keep it as it was given.
+UNSURE = "unsure"
+
+
+def is_unsure(value: str) -> bool:
+    """Whether a vote's value is the declared "unsure" answer (any case, surrounding spaces ignored).
+
+    >>> is_unsure(" Unsure "), is_unsure("0")
+    (True, False)
+    """
+    return value.strip().lower() == UNSURE
+
+
 @dataclass(frozen=True)
 class Vote:
     item: str
@@ -54,6 +70,13 @@ class VoteTable:
 
     def for_question(self, question: str) -> list[Vote]:
         return [v for v in self.votes if v.question == question]
+
+    def without_unsure(self) -> VoteTable:
+        """The table with every "unsure" vote left out (missing data; see ``UNSURE``)."""
+        kept = [v for v in self.votes if not is_unsure(v.value)]
+        if len(kept) == len(self.votes):
+            return self
+        return VoteTable(kept, self.source, self.n_repeated, list(self.questions))
 
 
 def votes_from_rows(rows: Iterable[tuple[Any, ...]], source: str = "") -> VoteTable:

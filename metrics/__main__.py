@@ -302,13 +302,26 @@ def run_agreement(args: argparse.Namespace) -> int:
     )
 
 
-def _load_for_rating(args: argparse.Namespace) -> tuple[list[Dialogue], list[Vote]]:
+def _load_for_rating(args: argparse.Namespace) -> tuple[list[Dialogue], list[Vote], int]:
+    """The dialogues, the votes that rate (one question and condition) and how many "unsure" votes on them
+    were left out as missing (``formats.tidy.UNSURE``)."""
     from formats import load_dialogues
-    from formats.tidy import read_votes
-    from metrics.analysis import select_votes
+    from formats.tidy import is_unsure, read_votes
+    from metrics.analysis import choose_question, select_votes
 
-    votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question, args.condition)
-    return load_dialogues(args.paths, args.fmt), votes
+    table = read_votes(args.ratings, default_question="rating")
+    votes = select_votes(table, args.question, args.condition)
+    question = choose_question(table, args.question)
+    left_out = sum(
+        v.question == question and is_unsure(v.value) and (args.condition is None or v.condition == args.condition)
+        for v in table.votes
+    )
+    return load_dialogues(args.paths, args.fmt), votes, left_out
+
+
+def _note_unsure(result: dict[str, Any], left_out: int) -> None:
+    if left_out:
+        result.setdefault("notes", []).append(f"{left_out} 'unsure' vote(s) left out as missing")
 
 
 def run_correlate(args: argparse.Namespace) -> int:
@@ -318,7 +331,7 @@ def run_correlate(args: argparse.Namespace) -> int:
 
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels, args.slots, args.rsa, args.normalise)
-    dialogues, votes = _load_for_rating(args)
+    dialogues, votes, left_out = _load_for_rating(args)
     result = correlate_study(
         dialogues,
         votes,
@@ -333,6 +346,7 @@ def run_correlate(args: argparse.Namespace) -> int:
         reference=args.reference,
         fga_lambda=args.fga_lambda,
     )
+    _note_unsure(result, left_out)
     view = CorrelationReport.from_dict(result)
     # the differences table too: the correlation table's notes speak of its Zou intervals and adjusted p
     return _emit(
@@ -351,7 +365,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     grid = parse_grid(args.grid)
     settings = ScoreSettings(tuple(grid), tuple(f"{v:g}" for v in grid), args.slots, args.rsa, args.normalise)
-    dialogues, votes = _load_for_rating(args)
+    dialogues, votes, left_out = _load_for_rating(args)
     result = calibrate_study(
         dialogues,
         votes,
@@ -364,6 +378,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         resample=args.resample,
     )
+    _note_unsure(result, left_out)
     view = Calibration.from_dict(result)
     if args.plot:
         from exports.charts import r_lambda_chart, save_chart

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from formats.dialogue import Dialogue
-from formats.tidy import Vote, VoteTable
+from formats.tidy import Vote, VoteTable, is_unsure
 from metrics.aggregate import aggregate_rows, majority_labels, unit_table
 from metrics.agreement import LEVELS, agreement_report
 from metrics.calibrate import FgaTerms, calibrate
@@ -43,8 +43,9 @@ def choose_question(table: VoteTable, question: str | None, prefer: str = "satis
 
 
 def select_votes(table: VoteTable, question: str | None, condition: str | None = None) -> list[Vote]:
+    """The votes on one question (and condition) that rate: "unsure" ones are left out as missing."""
     chosen = choose_question(table, question)
-    votes = table.for_question(chosen)
+    votes = table.without_unsure().for_question(chosen)
     if condition is not None:
         votes = [v for v in votes if v.condition == condition]
         if not votes:
@@ -70,14 +71,23 @@ def agreement_all(
     if level not in LEVELS:
         raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     questions = [choose_question(table, question)] if question is not None else table.questions
+    kept = table.without_unsure()  # "unsure" is missing data, never a category (formats.tidy.UNSURE)
     reports = {}
+    notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
     for q in questions:
         q_gold = None if gold is None else {unit: value for (unit, gq), value in gold.items() if gq == q}
         declared = categories.get(q) if isinstance(categories, Mapping) else categories
+        if declared is not None:
+            declared = [c for c in declared if not is_unsure(str(c))]
+        votes = kept.for_question(q)
+        left_out = len(table.for_question(q)) - len(votes)
+        if left_out:
+            notes.append(f"{q}: {left_out} 'unsure' vote(s) left out as missing")
+        if not votes:
+            continue
         reports[q] = agreement_report(
-            table.for_question(q), level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights, categories=declared
+            votes, level=level, resamples=resamples, seed=seed, gold=q_gold, weights=weights, categories=declared
         )
-    notes = [f"{table.n_repeated} repeated vote(s): the last one counted"] if table.n_repeated else []
     signature = Signature(
         agreement=level,
         resamples=resamples,
@@ -305,10 +315,16 @@ def votes_summary(
         weights=settings.weights,
         categories=categories,
     )
+    kept = votes.without_unsure()  # "unsure": missing data for the labels too (formats.tidy.UNSURE)
     result["majority"] = {
-        q: majority_table(votes.for_question(q), q, settings.tie, settings.seed) for q in votes.questions if q not in skip
+        q: majority_table(kept.for_question(q), q, settings.tie, settings.seed)
+        for q in votes.questions
+        if q not in skip and kept.for_question(q)
     }
-    result["model_labels"] = model_labels_all(votes, settings, skip=skip, categories=categories)
+    result["model_labels"] = model_labels_all(kept, settings, skip=skip, categories=categories)
+    unsure = unsure_summary(votes)
+    if unsure is not None:
+        result["unsure"] = unsure
     return result
 
 
@@ -333,6 +349,8 @@ def model_labels_all(
         if q in skip:
             continue
         chosen = votes.for_question(q)
+        if not chosen:  # every vote on it was "unsure"
+            continue
         declared = (categories or {}).get(q)
         if declared is not None and not {v.value for v in chosen} <= set(declared):
             declared = None
@@ -371,6 +389,52 @@ def coco_summary(votes: VoteTable, tie: str = "none", level: str = "nominal", re
             row[f"{question}_kappa"] = report["fleiss_kappa"]
         rows.append(row)
     return rows
+
+
+def unsure_summary(table: VoteTable, top: int = 5) -> dict[str, Any] | None:
+    """How often "unsure" was answered (``formats.tidy.UNSURE``; left out as missing everywhere else), per
+    question: the votes, the unsure ones and their rate, and the items and annotators with the highest
+    rates (``top`` of each; ties by name).  None when no vote is unsure.
+
+    >>> t = VoteTable([Vote("d1", "a", "q", "1"), Vote("d1", "b", "q", "unsure"), Vote("d2", "a", "q", "unsure"),
+    ...                Vote("d2", "b", "q", "0")], questions=["q"])
+    >>> found = unsure_summary(t)["questions"]["q"]
+    >>> found["votes"], found["unsure"], found["rate"], found["items"][0]
+    (4, 2, 0.5, {'item': 'd1', 'condition': '', 'votes': 2, 'unsure': 1, 'rate': 0.5})
+    >>> [(r["annotator"], r["unsure"], r["votes"]) for r in found["annotators"]]
+    [('a', 1, 2), ('b', 1, 2)]
+    """
+    if not any(is_unsure(v.value) for v in table.votes):
+        return None
+    questions: dict[str, Any] = {}
+    for question in table.questions:
+        votes = table.for_question(question)
+        unsure = [v for v in votes if is_unsure(v.value)]
+        if not unsure:
+            continue
+
+        def rates(key: Callable[[Vote], tuple[str, ...]], votes: list[Vote] = votes) -> list[tuple[tuple[str, ...], int, int]]:
+            counts: dict[tuple[str, ...], list[int]] = {}
+            for vote in votes:
+                counted = counts.setdefault(key(vote), [0, 0])
+                counted[0] += 1
+                counted[1] += is_unsure(vote.value)
+            ranked = sorted(counts.items(), key=lambda kv: (-kv[1][1] / kv[1][0], kv[0]))
+            return [(k, n, u) for k, (n, u) in ranked if u][:top]
+
+        questions[question] = {
+            "votes": len(votes),
+            "unsure": len(unsure),
+            "rate": len(unsure) / len(votes),
+            "items": [
+                {"item": k[0], "condition": k[1], "votes": n, "unsure": u, "rate": u / n}
+                for k, n, u in rates(lambda v: (v.item, v.condition))
+            ],
+            "annotators": [
+                {"annotator": k[0], "votes": n, "unsure": u, "rate": u / n} for k, n, u in rates(lambda v: (v.annotator,))
+            ],
+        }
+    return {"policy": "missing", "top": top, "questions": questions}
 
 
 def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], settings: ScoreSettings) -> dict[str, Any]:

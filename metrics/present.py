@@ -661,6 +661,26 @@ def corrected_table(analysis: StudyAnalysis | Mapping[str, Any]) -> Table | None
     return Table("Corrected for the ratings' reliability", columns, rows, notes)
 
 
+def unsure_table(analysis: StudyAnalysis | Mapping[str, Any]) -> Table | None:
+    """The "unsure" answers (None when there were none): per question the rate, then the items and
+    annotators with the highest rates; the policy in words."""
+    view = StudyAnalysis.of(analysis)
+    found = view.unsure
+    if found is None or not found.questions:
+        return None
+    rows = []
+    for q in found.questions:
+        rows.append([q.question, "all votes", f"{q.unsure} of {q.votes}", f"{100 * q.rate:.1f}%"])
+        rows += [[q.question, f"item {r.key}", f"{r.unsure} of {r.votes}", f"{100 * r.rate:.1f}%"] for r in q.items]
+        rows += [[q.question, f"annotator {r.key}", f"{r.unsure} of {r.votes}", f"{100 * r.rate:.1f}%"] for r in q.annotators]
+    notes = [
+        "'unsure' is missing data: those votes are left out of agreement, majority labels and correlations before "
+        "they are computed (never a category, never a number); the vote files keep them",
+        f"the items and annotators with the highest rates, at most {found.top} of each",
+    ]
+    return Table('"Unsure" answers', ("question", "of", "unsure", "rate"), rows, notes)
+
+
 def kind_tables(analysis: StudyAnalysis | Mapping[str, Any]) -> list[Table]:
     """The tables of what a task kind added to the analysis (CoCo: % human-like and % correct per
     condition); none for the others."""
@@ -674,6 +694,9 @@ def analysis_tables(analysis: StudyAnalysis | Mapping[str, Any], tie: str) -> li
     if view.agreement is None:
         return [Table("Results", (), [], ["No votes yet."])]
     tables = [design_table(view.design), agreement_table(view.agreement)]
+    unsure = unsure_table(view)
+    if unsure is not None:
+        tables.append(unsure)
     tables += kind_tables(view)
     tables.append(majority_summary(view.majority, tie))
     if view.model_labels:  # Dawid-Skene beside the majority (metrics.crowd)

@@ -1174,6 +1174,73 @@ class DesignSummary:
 # --- a study's whole analysis (annotate.kinds.analyse) ----------------------------------------------------
 
 
+# --- "unsure" answers (metrics.analysis.unsure_summary) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnsureRate:
+    """How often one item (``key``: item, or item [condition]) or one annotator answered "unsure": of
+    ``votes`` on the question, ``unsure`` were, ``rate`` = unsure / votes."""
+
+    key: str
+    votes: int
+    unsure: int
+    rate: float
+
+
+@dataclass(frozen=True)
+class UnsureQuestion:
+    """One question's "unsure" answers: counts and rate, and the items and annotators with the highest
+    rates (at most ``UnsureSummary.top`` of each)."""
+
+    question: str
+    votes: int
+    unsure: int
+    rate: float
+    items: tuple[UnsureRate, ...] = ()
+    annotators: tuple[UnsureRate, ...] = ()
+
+
+@dataclass(frozen=True)
+class UnsureSummary:
+    """The "unsure" answers of a study, under its one ``policy`` ("missing": left out of agreement, labels
+    and correlation before they are computed).
+
+    >>> found = UnsureSummary.from_dict({"policy": "missing", "top": 5, "questions": {"q": {"votes": 4, "unsure": 1,
+    ...     "rate": 0.25, "items": [{"item": "d1", "condition": "", "votes": 2, "unsure": 1, "rate": 0.5}],
+    ...     "annotators": [{"annotator": "a", "votes": 2, "unsure": 1, "rate": 0.5}]}}})
+    >>> found.questions[0].items[0].key, found.questions[0].annotators[0].rate
+    ('d1', 0.5)
+    """
+
+    policy: str = "missing"
+    top: int = 5
+    questions: tuple[UnsureQuestion, ...] = ()
+
+    @classmethod
+    def from_dict(cls, found: Mapping[str, Any]) -> UnsureSummary:
+        def item_key(row: Mapping[str, Any]) -> str:
+            return f"{row['item']} [{row['condition']}]" if row.get("condition") else str(row["item"])
+
+        return cls(
+            policy=found.get("policy", "missing"),
+            top=found.get("top", 5),
+            questions=tuple(
+                UnsureQuestion(
+                    question=question,
+                    votes=row["votes"],
+                    unsure=row["unsure"],
+                    rate=row["rate"],
+                    items=tuple(UnsureRate(item_key(r), r["votes"], r["unsure"], r["rate"]) for r in row.get("items") or ()),
+                    annotators=tuple(
+                        UnsureRate(str(r["annotator"]), r["votes"], r["unsure"], r["rate"]) for r in row.get("annotators") or ()
+                    ),
+                )
+                for question, row in (found.get("questions") or {}).items()
+            ),
+        )
+
+
 @dataclass(frozen=True)
 class StudyAnalysis:
     """A study's analysis (``metrics.analysis.votes_summary`` and what its kind adds): the votes and
@@ -1207,6 +1274,7 @@ class StudyAnalysis:
     calibration: Calibration | None = None
     system_level: SystemLevel | None = None
     judges: StudyJudges | None = None
+    unsure: UnsureSummary | None = None
 
     @classmethod
     def from_dict(cls, analysis: Mapping[str, Any]) -> StudyAnalysis:
@@ -1228,6 +1296,7 @@ class StudyAnalysis:
             calibration=None if calibration is None else Calibration.from_dict(calibration),
             system_level=None if system is None else SystemLevel.from_dict(system),
             judges=None if judges is None else StudyJudges.from_dict(judges),
+            unsure=None if analysis.get("unsure") is None else UnsureSummary.from_dict(analysis["unsure"]),
         )
 
     @classmethod
@@ -1281,5 +1350,8 @@ __all__ = [
     "CorrectedDifference",
     "CorrectedSummary",
     "DesignSummary",
+    "UnsureRate",
+    "UnsureQuestion",
+    "UnsureSummary",
     "StudyAnalysis",
 ]

@@ -121,7 +121,7 @@ def analyse(
     result["design"] = {"design": "uniform"} if not pi else {"design": "adaptive", "allocation": allocation or {}}
     if votes.votes and kind.summarise is not None:
         dialogues = kind.dialogues(items) if kind.dialogues is not None else {}
-        rated = votes if rating_votes is None else rating_votes
+        rated = (votes if rating_votes is None else rating_votes).without_unsure()  # "unsure" rates nothing
         result.update(kind.summarise(rated, dialogues, settings, condition, report))
         if pi and dialogues:
             from metrics.analysis import design_summary

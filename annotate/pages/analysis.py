@@ -182,6 +182,9 @@ def render() -> None:
     else:
         st.caption(present.design_table(design).notes[0].replace("uniform:", "Design: uniform —"))
     _agreement_section(view.agreement)
+    unsure = present.unsure_table(view)  # how often "unsure" was answered (left out as missing above)
+    if unsure is not None:
+        show_table(unsure)
     for table in present.kind_tables(view):
         show_table(table)
     _majority_section(view.majority, settings.tie, study, user, view.model_labels)
