@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--timeout", type=int, default=DEFAULT_TIMEOUT_MINUTES, help="minutes before an abandoned item is reclaimed"
     )
+    create.add_argument(
+        "--unsure",
+        action="store_true",
+        help="the yes/no and choice questions also offer 'unsure' (left out of the analysis as missing data)",
+    )
     study.add_parser("list")
     reopen = study.add_parser("reopen", help="allow more judgements on an item (or every item) beyond the overlap")
     reopen.add_argument("name")
@@ -419,6 +424,7 @@ def study_create(engine, args) -> None:
         seed=args.seed,
         gold_path=args.gold,
         timeout_minutes=args.timeout,
+        unsure=args.unsure,
     )
     print(f"created {args.kind} study {args.name!r} with {created.items} items (overlap {args.overlap})")
 

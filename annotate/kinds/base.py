@@ -151,11 +151,18 @@ def analyse(
 
 def allowed_answers(spec: dict) -> list[str] | None:
     """The answers a question takes: a binary question ``1``/``0``, a choice its ``values``, a scale its
-    points; None for free text."""
+    points, each with ``unsure`` after them when the question offers it; None for free text.
+
+    >>> allowed_answers({"type": "binary"}), allowed_answers({"type": "binary", "unsure": True})
+    (['1', '0'], ['1', '0', 'unsure'])
+    """
+    from formats.tidy import UNSURE
+
+    extra = [UNSURE] if spec.get("unsure") else []
     if spec["type"] == "binary":
-        return list(BINARY)
+        return [*BINARY, *extra]
     if spec.get("values"):
-        return [str(v) for v in spec["values"]]
+        return [*(str(v) for v in spec["values"]), *extra]
     return None
 
 

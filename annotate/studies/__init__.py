@@ -25,6 +25,7 @@ from annotate.store.models import DEFAULT_TIMEOUT_MINUTES, Annotator, CrowdWorke
 from annotate.studies.assignment import lock_study
 from formats import ReaderError
 from formats.gold import read_gold
+from formats.tidy import UNSURE, is_unsure
 
 __all__ = [
     "CLI",
@@ -59,6 +60,10 @@ def check_value(study: Study, item: Item, question: str, value: str) -> str:
         raise StudyError(f"item {item.key} has no question {question!r}")
     spec = question_spec(study, question)
     value = str(value).strip() if spec["type"] != "text" else str(value)
+    if spec["type"] != "text" and is_unsure(value):
+        if not spec.get("unsure"):
+            raise StudyError(f"question {question!r} does not offer {UNSURE!r}")
+        return UNSURE  # a declared answer: missing data in the analysis (formats.tidy.UNSURE)
     if spec["type"] == "binary" and value not in BINARY:
         raise StudyError(f"question {question!r} takes 1 or 0, not {value!r}")
     if spec["type"] == "choice" and value not in spec["values"]:
@@ -122,9 +127,12 @@ def create_study(
     gold_path: str | os.PathLike | None = None,
     timeout_minutes: int = DEFAULT_TIMEOUT_MINUTES,
     drafts: list[ItemDraft] | None = None,
+    unsure: bool = False,
 ) -> Study:
     """Create a study and its items in the caller's transaction (nothing on any error).  ``drafts``:
-    the items as :func:`prepare_items` read them beforehand (outside the write lock); else read here."""
+    the items as :func:`prepare_items` read them beforehand (outside the write lock); else read here.
+    ``unsure``: the kind's study-level yes/no and choice questions also offer "unsure" (a declared answer,
+    missing data in the analysis: ``formats.tidy.UNSURE``); off by default, as the papers' studies asked."""
     name = name.strip()
     if not name:
         raise StudyError("a study needs a name")
@@ -147,7 +155,10 @@ def create_study(
         kind=kind,
         guideline=guideline,
         overlap=overlap,
-        questions=list(get_kind(kind).questions),
+        questions=[
+            {**spec, "unsure": True} if unsure and spec["type"] in ("binary", "choice") else spec
+            for spec in get_kind(kind).questions
+        ],
         settings={
             "seed": seed,
             "timeout_minutes": timeout_minutes,
