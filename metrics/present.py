@@ -563,6 +563,14 @@ def design_table(design: DesignSummary | Mapping[str, Any]) -> Table:
     return Table("Design: adaptive (estimates for the pool)", columns, rows, notes)
 
 
+def _reliability_line(corrected: CorrectedSummary) -> str:
+    """What a corrected ρ rests on: the dialogues, the overlap subset, the ICC and the reliability R."""
+    return (
+        f"{corrected.n_dialogues} dialogues, {corrected.n_overlap} with two or more votes; single-rating "
+        f"ICC {number(corrected.icc)}, reliability of the dialogue means {number(corrected.reliability)}"
+    )
+
+
 def _designed_table(design: DesignSummary) -> Table:
     """A designer's design (issue 29): the k-independent target, each metric's correlation with the
     expected rating corrected for the ratings' reliability, the question's difference first."""
@@ -601,10 +609,7 @@ def _designed_table(design: DesignSummary) -> Table:
         rows.insert(0, [f"{label}ρ {difference.a} - ρ {difference.b}", number(difference.estimate), interval(difference.ci)])
     if lambda_row:
         rows.insert(0, lambda_row)
-    notes.append(
-        f"{corrected.n_dialogues} dialogues, {corrected.n_overlap} with two or more votes; single-rating "
-        f"ICC {number(corrected.icc)}, reliability of the dialogue means {number(corrected.reliability)}"
-    )
+    notes.append(_reliability_line(corrected))
     notes += corrected.notes
     columns = ("estimate", "corrected", "95% CI (jackknife over dialogues)")
     return Table("Design: designed (correlations with the expected rating)", columns, rows, notes)
@@ -646,8 +651,7 @@ def corrected_table(analysis: StudyAnalysis | Mapping[str, Any]) -> Table | None
         )
     notes = [
         f"ρ: {corrected.target}" if corrected.target else "ρ: the correlation with the expected rating",
-        f"{corrected.n_dialogues} dialogues, {corrected.n_overlap} with two or more votes; single-rating "
-        f"ICC {number(corrected.icc)}, reliability of the dialogue means {number(corrected.reliability)}",
+        _reliability_line(corrected),
         "the raw r is attenuated by the votes' noise, the more so the fewer votes a dialogue has: compare "
         "studies of different k on ρ",
         *corrected.notes,
