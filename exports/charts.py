@@ -10,7 +10,8 @@ coefficient, an open λ* interval).  Numbers in labels use :mod:`metrics.present
 - :func:`forest_chart`: every metric's Pearson r with its interval against the human ceiling;
 - :func:`agreement_chart` / :func:`annotator_chart`: agreement per question and per annotator;
 - :func:`r_lambda_chart`: FGA's r(λ) with λ* and the JGA / turn-match reference lines;
-- :func:`metric_rating_chart`: one metric against the ratings, per dialogue.
+- :func:`metric_rating_chart`: one metric against the ratings, per dialogue;
+- :func:`system_chart` / :func:`system_scatter_chart`: systems as the unit.
 
 Widths are chosen to sit beside text on a 1400 × 900 screen: at most 640 px with axes and legends.
 """
@@ -26,7 +27,7 @@ import pandas as pd
 
 from metrics.comparisons import ADJUSTMENT_NAMES
 from metrics.present import interval, number
-from metrics.results import Agreement, AgreementReport, Calibration, Comparison, CorrelationReport
+from metrics.results import Agreement, AgreementReport, Calibration, Comparison, CorrelationReport, SystemLevel
 from metrics.summary import method_words
 
 R_TITLE = "Pearson r with human ratings"
@@ -658,6 +659,117 @@ def metric_rating_chart(correlation: CorrelationReport | dict, metric: str, *, w
         )
         .properties(width=width, height=height, title=f"{metric} vs human rating")
     )
+
+
+# --- systems as the unit ----------------------------------------------------------------------------
+
+
+def system_rows(system: SystemLevel | dict) -> pd.DataFrame:
+    """One row per metric with a value of the system level's chosen statistic: the value, its interval,
+    the significance cluster and the label shown beside it."""
+    view = SystemLevel.of(system)
+    rows = []
+    for m in view.ranked():
+        value = m.value(view.statistic)
+        pair = m.interval(view.statistic)
+        low, high = (None, None) if pair is None else pair
+        rows.append(
+            {
+                "metric": m.metric,
+                "value": value,
+                "low": low,
+                "high": high,
+                "cluster": "not ranked" if m.cluster is None else f"cluster {m.cluster}",
+                "text": _with_interval(value or 0.0, low, high),
+            }
+        )
+    return pd.DataFrame(rows, columns=["metric", "value", "low", "high", "cluster", "text"])
+
+
+def system_chart(system: SystemLevel | dict, *, width: int = 320, row_height: int = 24) -> alt.Chart:
+    """Every metric's system-level statistic (Pearson r by default) with its 95% interval (resampling
+    systems and dialogues together), best first, coloured by significance cluster: cluster 1 holds the
+    metrics the best one does not beat significantly."""
+    view = SystemLevel.of(system)
+    label = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ-b", "accuracy": "pairwise accuracy"}
+    statistic = label.get(view.statistic, view.statistic)
+    title = f"Which metric ranks the {view.n_systems} systems as people do"
+    frame = system_rows(view)
+    if frame.empty:
+        return note_chart(title, [view.note or "No metric has a system-level value."])
+    head = (
+        f"{statistic} over systems (corpus metric against mean rating); whiskers: 95% interval resampling systems "
+        f"and dialogues together; colour: significance cluster (Holm over every pair of metrics)."
+    )
+    notes = [head, *([view.note] if view.note else [])]
+    if frame["low"].isna().all():
+        notes.append("No intervals: too few systems or no resampling.")
+    bounds = [v for v in [*frame["low"].dropna(), *frame["value"], 0.0] if math.isfinite(v)]
+    highs = [v for v in [*frame["high"].dropna(), *frame["value"]] if math.isfinite(v)]
+    lower = 0.0 if view.statistic == "accuracy" else -1.0
+    domain = [max(lower, math.floor(min(bounds) * 10) / 10), min(1.0, math.ceil(max(highs) * 10) / 10)]
+    if domain[0] >= domain[1]:
+        domain = [lower, 1.0]
+    x_scale = alt.Scale(domain=domain, nice=False, clamp=True)
+    order = frame["metric"].tolist()
+    y = alt.Y("metric:N", sort=order, title=None, axis=alt.Axis(labelLimit=120))
+    clusters = sorted(set(frame["cluster"]), key=lambda c: (c == "not ranked", int(c.split()[-1]) if c[-1].isdigit() else 0))
+    shades = ["#1f77b4", "#9467bd", "#8c8c8c", "#bcbcbc", "#d9d9d9"]
+    colour = alt.Color(
+        "cluster:N",
+        scale=alt.Scale(domain=clusters, range=[shades[min(i, len(shades) - 1)] for i in range(len(clusters))]),
+        legend=alt.Legend(title=None, orient="bottom", direction="horizontal"),
+    )
+    tooltip = [alt.Tooltip("metric:N"), alt.Tooltip("text:N", title=f"{statistic} [95% interval]"), alt.Tooltip("cluster:N")]
+    layers = []
+    if domain[0] < 0 < domain[1]:
+        layers.append(
+            alt.Chart(pd.DataFrame([{"value": 0.0}]))
+            .mark_rule(color="#bbbbbb", strokeDash=[2, 2])
+            .encode(x=alt.X("value:Q", scale=x_scale))
+        )
+    whiskers = frame.dropna(subset=["low", "high"])
+    if not whiskers.empty:
+        layers.append(
+            alt.Chart(whiskers)
+            .mark_rule(strokeWidth=2)
+            .encode(x=alt.X("low:Q", scale=x_scale, title=statistic), x2="high:Q", y=y, color=colour, tooltip=tooltip)
+        )
+    layers.append(
+        alt.Chart(frame)
+        .mark_point(size=70, strokeWidth=2, filled=True, opacity=1)
+        .encode(x=alt.X("value:Q", scale=x_scale, title=statistic, axis=alt.Axis(grid=False)), y=y, color=colour, tooltip=tooltip)
+    )
+    layers.append(
+        alt.Chart(frame)
+        .mark_text(align="left", baseline="middle", fontSize=11, color="#333333")
+        .encode(y=y, x=alt.value(width + 6), text="text:N")
+    )
+    return (
+        alt.layer(*layers)
+        .properties(width=width, height=row_height * len(frame), title=_title(title, notes))
+        .properties(view=alt.ViewBackground(stroke=None))
+    )
+
+
+def system_scatter_chart(system: SystemLevel | dict, metric: str, *, width: int = 320, height: int = 240) -> alt.Chart:
+    """One point per system: its corpus ``metric`` against its mean rating, the system named beside it."""
+    view = SystemLevel.of(system)
+    frame = pd.DataFrame(
+        [
+            {"system": s.system, "metric": s.means.get(metric), "rating": s.rating, "dialogues": s.n_dialogues}
+            for s in view.systems
+        ]
+    ).dropna()
+    title = f"{metric} against the mean rating, per system"
+    if frame.empty:
+        return note_chart(title, ["No system has both a score and a rating."])
+    x = alt.X("metric:Q", title=f"{metric} (corpus, turn-weighted)", scale=alt.Scale(zero=False))
+    y = alt.Y("rating:Q", title="mean rating", scale=alt.Scale(zero=False))
+    tooltip = ["system:N", alt.Tooltip("metric:Q", format=".3f"), alt.Tooltip("rating:Q", format=".3f"), "dialogues:Q"]
+    points = alt.Chart(frame).mark_circle(size=70, opacity=0.8).encode(x=x, y=y, tooltip=tooltip)
+    names = alt.Chart(frame).mark_text(align="left", dx=6, fontSize=10, color="#333333").encode(x=x, y=y, text="system:N")
+    return (points + names).properties(width=width, height=height, title=_title(title, []))
 
 
 def save_chart(chart: alt.Chart, path: str | Path) -> Path:

@@ -9,7 +9,8 @@
     python -m metrics correlate --ratings RATINGS.csv [--lambdas ...] [--rating mean|majority|pairs]
                                     [--family reference|all] [--reference jga] [--fga-lambda 0.5]
                                     [--adjust holm|bonferroni|bh|none] [--bootstrap B] [--seed S] [--json] PREDICTIONS...
-    python -m metrics systems --ratings RATINGS.csv --system NAME=PATH --system NAME=PATH ... [--json]
+    python -m metrics systems --ratings RATINGS.csv --system NAME=PATH --system NAME=PATH ... [--bootstrap B] [--seed S]
+                              [--statistic pearson|spearman|kendall|accuracy] [--json]
     python -m metrics judge HUMAN.csv --judges JUDGES.csv [--question Q] [--bootstrap B] [--json]
     python -m metrics plan --r-a A --r-b B --r-ab C [--alpha 0.05] [--power 0.8] [--comparisons M]
                                     [--adjust holm|bonferroni|bh|none] [--budget N --icc R] [--json]
@@ -122,7 +123,9 @@ def _add_analysis(subparsers: Any) -> None:
     calibrate.add_argument("--grid", default="0:10:1001", help="START:STOP:NUM like numpy.linspace (default 0:10:1001)")
     calibrate.add_argument("--folds", type=int, default=5, help="k for k-fold cross-validation")
     calibrate.add_argument("--plot", help="write the r(λ) plot (PNG, SVG or HTML by extension)")
-    systems = subparsers.add_parser("systems", help="system-level correlation: each system's mean metric vs mean rating")
+    systems = subparsers.add_parser(
+        "systems", help="system-level meta-evaluation: each system's corpus metric vs its mean rating"
+    )
     systems.add_argument("--ratings", required=True, help="votes CSV whose condition column names the system")
     systems.add_argument(
         "--system",
@@ -134,6 +137,16 @@ def _add_analysis(subparsers: Any) -> None:
     systems.add_argument("--question", help="which question's votes (default: the only one, or 'satisfied')")
     systems.add_argument("--lambdas", default="0.25,0.5,0.75,1", help="FGA λ values")
     systems.add_argument("--format", dest="fmt", help="input format of the predictions")
+    systems.add_argument(
+        "--bootstrap", type=int, default=1000, help="draws of systems and dialogues together for the intervals (0: none)"
+    )
+    systems.add_argument("--seed", type=int, default=0)
+    systems.add_argument(
+        "--statistic",
+        choices=("pearson", "spearman", "kendall", "accuracy"),
+        default="pearson",
+        help="the statistic the metrics are tested and clustered on",
+    )
     systems.add_argument("--json", action="store_true")
     judge = subparsers.add_parser("judge", help="automatic judges against the human majority per item")
     judge.add_argument("human", metavar="HUMAN.csv", help="the human votes (tidy CSV)")
@@ -433,9 +446,10 @@ def _pilot(args: argparse.Namespace) -> dict[str, Any]:
 def run_systems(args: argparse.Namespace) -> int:
     from formats import load_dialogues
     from formats.tidy import read_votes
-    from metrics.analysis import select_votes, system_level
+    from metrics.analysis import select_votes
     from metrics.corpus import ScoreSettings, parse_lambdas
     from metrics.results import SystemLevel
+    from metrics.systems import system_level
 
     groups = {}
     for spec in args.system:
@@ -446,9 +460,18 @@ def run_systems(args: argparse.Namespace) -> int:
     votes = select_votes(read_votes(args.ratings, default_question="rating"), args.question)
     lambdas, labels = parse_lambdas(args.lambdas)
     settings = ScoreSettings(lambdas, labels)
-    result = {"signature": str(settings.as_signature(analysis_unit="system")), **system_level(groups, votes, settings)}
+    found = system_level(groups, votes, settings, resamples=args.bootstrap, seed=args.seed, statistic=args.statistic)
+    signature = settings.as_signature(
+        analysis_unit="system",
+        resamples=args.bootstrap,
+        seed=args.seed,
+        resample_unit="systems+dialogues",
+        interval="percentile",
+        adjust="holm",
+    )
+    result = {"signature": str(signature), **found}
     view = SystemLevel.from_dict(result)
-    return _emit(args, result, lambda present: [present.system_table(view)])
+    return _emit(args, result, lambda present: present.system_tables(view))
 
 
 def run_judge(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from metrics.correlation import correlation_report, human_ceiling, ratings_for
 from metrics.registry import FGA, METRICS
 from metrics.scores import score_table
 from metrics.signature import Signature
+from metrics.systems import system_level
 from metrics.turnstats import extract
 
 if TYPE_CHECKING:
@@ -437,47 +438,6 @@ def unsure_summary(table: VoteTable, top: int = 5) -> dict[str, Any] | None:
     return {"policy": "missing", "top": top, "questions": questions}
 
 
-def system_level(dialogues: dict[str, list[Dialogue]], votes: Sequence[Vote], settings: ScoreSettings) -> dict[str, Any]:
-    """Systems (conditions) as the unit: each system's mean metric over its rated dialogues against its
-    mean rating (the mean of the dialogues' mean ratings), Pearson and Spearman over the systems; n is the
-    number of systems (a Fisher CI only from 4 systems on; with so few units read it as a description).
-
-    >>> system_level({}, [], ScoreSettings((0.5,), ("0.5",)))["note"]
-    'system-level correlation needs votes on at least 3 systems (found 0)'
-    """
-    from scipy import stats
-
-    from metrics.correlation import fisher_row
-
-    systems = []
-    for name, system_dialogues in dialogues.items():
-        rated = [v for v in votes if v.condition == name]
-        if not rated:
-            continue
-        ratings = ratings_for(rated, [d.id for d in system_dialogues], "mean")
-        ids, values = per_dialogue_metrics(system_dialogues, settings)
-        position = {d: i for i, d in enumerate(ids)}
-        rows = np.array([position[d] for d in ratings.dialogue_ids])
-        means = {k: float(np.nanmean(v[rows])) for k, v in values.items()}
-        systems.append({"system": name, "n_dialogues": ratings.n_dialogues, "rating": float(ratings.value.mean()), **means})
-    result: dict[str, Any] = {"n_systems": len(systems), "systems": systems, "metrics": []}
-    if len(systems) < 3:
-        result["note"] = f"system-level correlation needs votes on at least 3 systems (found {len(systems)})"
-        return result
-    y = np.array([s["rating"] for s in systems])
-    for metric in [k for k in systems[0] if k not in ("system", "n_dialogues", "rating")]:
-        x = np.array([s[metric] for s in systems])
-        row: dict[str, Any] = {"metric": metric, "n": len(systems), "pearson": None, "pearson_ci": None, "spearman": None}
-        if np.ptp(x) > 0 and np.ptp(y) > 0:
-            row["pearson"] = float(np.corrcoef(x, y)[0, 1])
-            row["spearman"] = float(stats.spearmanr(x, y).statistic)
-            if len(systems) > 3:
-                row["pearson_ci"] = fisher_row(float(np.corrcoef(x, y)[0, 1]), len(systems))[0]
-        result["metrics"].append(row)
-    result["note"] = f"n = {len(systems)} systems: a system-level r on so few units is a description, not a test"
-    return result
-
-
 def metrics_summary(
     dialogues: dict[str, list[Dialogue]],
     votes: VoteTable,
@@ -500,7 +460,9 @@ def metrics_summary(
     if len(dialogues) > 1:  # several systems rated: systems as the unit too
         scoring_all = ScoreSettings(settings.lambdas, tuple(f"{v:g}" for v in settings.lambdas))
         try:
-            result["system_level"] = system_level(dialogues, votes.for_question(question), scoring_all)
+            result["system_level"] = system_level(
+                dialogues, votes.for_question(question), scoring_all, resamples=settings.resamples, seed=settings.seed
+            )
         except ValueError as why:
             result["system_level"] = {"n_systems": 0, "systems": [], "metrics": [], "note": str(why)}
     if len({v.item for v in rated}) < 3:

@@ -438,14 +438,99 @@ def _interval_adjustment(family: ComparisonFamily | None) -> str:
     }.get((family.adjust if family else None) or "none", "")
 
 
+def _with_interval(value: float | None, pair: Sequence[float | None] | None) -> str:
+    return number(value) if not pair else f"{number(value)} {interval(pair)}"
+
+
+SYSTEM_UNIT = "bootstrap over systems and dialogues"
+SYSTEM_STATISTICS = (
+    ("pearson", "Pearson r"),
+    ("spearman", "Spearman ρ"),
+    ("kendall", "Kendall τ-b"),
+    ("accuracy", "pairwise accuracy"),
+)
+
+
+def _system_notes(view: SystemLevel) -> list[str]:
+    notes = [view.note] if view.note else []
+    if view.bootstrap.resamples:
+        notes.append(
+            f"Each system's score is its corpus metric over its rated dialogues (turn-weighted, as papers report "
+            f"it) beside the mean of those dialogues' mean ratings. Intervals: 95% percentile bootstrap over "
+            f"{view.bootstrap.resamples} draws of systems and dialogues together; pairwise accuracy counts a pair "
+            f"tied for both the metric and the people as agreement."
+        )
+    undefined = max((m.undefined_draws for m in view.metrics), default=0)
+    if undefined:
+        notes.append(
+            f"Up to {undefined} of {view.bootstrap.resamples} draws drew systems that all score alike and were left out."
+        )
+    return notes
+
+
 def system_table(system: SystemLevel | Mapping[str, Any]) -> Table:
-    """Systems as the unit: each metric's per-system mean against the per-system mean rating."""
+    """Systems as the unit: each metric's system-level statistics, each with its interval, and its
+    significance cluster (1 = the best; a metric opens a new cluster when the head of the one above beats
+    it significantly).
+
+    >>> table = system_table({"n_systems": 4, "statistic": "pearson", "bootstrap": {"resamples": 500},
+    ...     "metrics": [{"metric": "jga", "n": 4, "pearson": 0.9, "pearson_ci": [0.5, 1.0], "cluster": 1}]})
+    >>> table.columns[1:3]
+    ('cluster (Pearson r)', 'Pearson r [95% CI, bootstrap over systems and dialogues]')
+    >>> table.rows[0][:3]
+    ['jga', '1', '0.900 [0.500, 1.000]']
+    """
     view = SystemLevel.of(system)
-    rows = [[m.metric, str(m.n), number(m.pearson), interval(m.pearson_ci), number(m.spearman)] for m in view.metrics]
-    listing = "; ".join(f"{s.system}: rating {number(s.rating)} over {s.n_dialogues} dialogues" for s in view.systems)
-    notes = [n for n in (view.note, f"Systems: {listing}." if listing else None) if n]
-    columns = ("metric", "n systems", "Pearson r", "95% CI (Fisher z, n = systems)", "Spearman")
-    return Table("System level: systems as the unit", columns, rows, notes)
+    chosen = dict(SYSTEM_STATISTICS)[view.statistic]
+    rows = [
+        [m.metric, "—" if m.cluster is None else str(m.cluster)]
+        + [_with_interval(m.value(name), m.interval(name)) for name, _ in SYSTEM_STATISTICS]
+        for m in sorted(view.metrics, key=lambda m: (m.cluster is None, m.cluster or 0))
+    ]
+    columns = ("metric", f"cluster ({chosen})", *(f"{label} [95% CI, {SYSTEM_UNIT}]" for _, label in SYSTEM_STATISTICS))
+    title = f"System level: {view.n_systems} systems as the unit"
+    return Table(title, columns, rows, _system_notes(view))
+
+
+def system_scores_table(system: SystemLevel | Mapping[str, Any]) -> Table:
+    """Each system's human score and corpus metric scores, best human score first."""
+    view = SystemLevel.of(system)
+    keys = list(view.systems[0].means) if view.systems else []
+    ordered = sorted(view.systems, key=lambda s: -(s.rating if s.rating is not None else float("-inf")))
+    rows = [[s.system, s.n_dialogues, number(s.rating), *(number(s.means.get(k)) for k in keys)] for s in ordered]
+    notes = ["Metric scores are corpus scores: every turn of the rated dialogues weighs the same."]
+    return Table("System scores", ("system", "rated dialogues", "mean rating", *keys), rows, notes)
+
+
+def system_tests_table(system: SystemLevel | Mapping[str, Any]) -> Table | None:
+    """Each metric against the best one on the chosen statistic (None when nothing was tested)."""
+    view = SystemLevel.of(system)
+    ranked = view.ranked()
+    if not view.comparisons or len(ranked) < 2:
+        return None
+    best = ranked[0]
+    chosen = dict(SYSTEM_STATISTICS)[view.statistic]
+    rows = []
+    for m in ranked[1:]:
+        test = view.comparison(best.metric, m.metric)
+        if test is None:
+            continue
+        sign = 1.0 if test.a == best.metric else -1.0
+        ci = None if test.ci is None else tuple(sorted((sign * test.ci[0], sign * test.ci[1])))
+        rows.append([m.metric, number(sign * test.difference), interval(ci), p_value(test.p), p_value(test.p_holm)])
+    notes = [
+        f"{best.metric} minus each metric on {chosen}, paired over the same draws of systems and dialogues; p is "
+        f"the interval's own test, Holm-adjusted over all {len(view.comparisons)} pairs of metrics.",
+    ]
+    columns = ("metric", f"{best.metric} − metric", f"95% CI (paired {SYSTEM_UNIT})", "p", "p (Holm)")
+    return Table(f"System level: {chosen} of the best metric against the others", columns, rows, notes)
+
+
+def system_tables(system: SystemLevel | Mapping[str, Any]) -> list[Table]:
+    """The system level's tables, as the report and the CLI print them."""
+    view = SystemLevel.of(system)
+    tests = system_tests_table(view)
+    return [system_table(view), *([] if tests is None else [tests]), *([system_scores_table(view)] if view.systems else [])]
 
 
 def judge_table(report: JudgeReport | Mapping[str, Any]) -> Table:
@@ -712,7 +797,7 @@ def analysis_tables(analysis: StudyAnalysis | Mapping[str, Any], tie: str) -> li
     if corrected is not None:
         tables.append(corrected)
     if view.system_level is not None:
-        tables.append(system_table(view.system_level))
+        tables += system_tables(view.system_level)
     elif view.correlation_note is not None:
         tables.append(Table("Metrics against human ratings", (), [], [view.correlation_note]))
     if view.calibration is not None:

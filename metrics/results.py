@@ -734,12 +734,13 @@ class CorrelationReport:
         return correlation if isinstance(correlation, CorrelationReport) else cls.from_dict(correlation)
 
 
-# --- systems as the unit (metrics.analysis.system_level) --------------------------------------------------
+# --- systems as the unit (metrics.systems) -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SystemMeans:
-    """One system (condition): its rated dialogues, mean rating, and each metric's mean over them (by key)."""
+    """One system (condition): its rated dialogues, mean rating, and each metric's corpus score over those
+    dialogues (turn-weighted; by key).  The name stays from when the scores were means of dialogue scores."""
 
     system: str
     n_dialogues: int = 0
@@ -759,13 +760,23 @@ class SystemMeans:
 
 @dataclass(frozen=True)
 class SystemCorrelation:
-    """One metric's per-system means against the systems' mean ratings, over ``n`` systems."""
+    """One metric's system scores against the systems' human scores, over ``n`` systems: Pearson,
+    Spearman, Kendall τ-b and pairwise accuracy, each with its interval (resampling systems and dialogues;
+    None with too few systems or no resampling), the draws where ``statistic`` was undefined, and the
+    metric's significance ``cluster`` (1 = the best; None when not ranked)."""
 
     metric: str
     n: int = 0
     pearson: float | None = None
     pearson_ci: Interval | None = None
     spearman: float | None = None
+    spearman_ci: Interval | None = None
+    kendall: float | None = None
+    kendall_ci: Interval | None = None
+    accuracy: float | None = None
+    accuracy_ci: Interval | None = None
+    undefined_draws: int = 0
+    cluster: int | None = None
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any]) -> SystemCorrelation:
@@ -775,25 +786,71 @@ class SystemCorrelation:
             pearson=row.get("pearson"),
             pearson_ci=_pair(row.get("pearson_ci")),
             spearman=row.get("spearman"),
+            spearman_ci=_pair(row.get("spearman_ci")),
+            kendall=row.get("kendall"),
+            kendall_ci=_pair(row.get("kendall_ci")),
+            accuracy=row.get("accuracy"),
+            accuracy_ci=_pair(row.get("accuracy_ci")),
+            undefined_draws=row.get("undefined_draws", 0),
+            cluster=row.get("cluster"),
+        )
+
+    def value(self, statistic: str) -> float | None:
+        """The estimate of one of ``metrics.systems.STATISTICS``."""
+        found: float | None = getattr(self, statistic)
+        return found
+
+    def interval(self, statistic: str) -> Interval | None:
+        found: Interval | None = getattr(self, f"{statistic}_ci")
+        return found
+
+
+@dataclass(frozen=True)
+class SystemComparison:
+    """Metric ``a`` against metric ``b`` on the system-level statistic: the difference, its paired
+    bootstrap interval, the interval's own p and Holm's p over every pair of metrics."""
+
+    a: str
+    b: str
+    difference: float
+    ci: Interval | None = None
+    p: float | None = None
+    p_holm: float | None = None
+
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> SystemComparison:
+        return cls(
+            a=row["a"],
+            b=row["b"],
+            difference=row["difference"],
+            ci=_pair(row.get("ci")),
+            p=row.get("p"),
+            p_holm=row.get("p_holm"),
         )
 
 
 @dataclass(frozen=True)
 class SystemLevel:
     """Systems as the unit (``python -m metrics systems --json``; the analysis's ``system_level``): each
-    system's means, each metric's correlation over them, and the ``note`` (too few systems, or how to read
-    so few).
+    system's corpus scores, each metric's statistics over them, the tests between metrics on
+    ``statistic``, how it was resampled, and the ``note`` (too few systems, or how to read so few).
 
     >>> found = SystemLevel.from_dict({"n_systems": 2, "systems": [{"system": "a", "n_dialogues": 5, "rating": 0.5,
     ...     "jga": 0.3}], "metrics": [], "note": "too few"})
-    >>> found.systems[0].means, found.note
-    ({'jga': 0.3}, 'too few')
+    >>> found.systems[0].means, found.note, found.statistic
+    ({'jga': 0.3}, 'too few', 'pearson')
     """
 
     signature: str | None = None
     n_systems: int = 0
+    n_dialogues: int = 0
+    score: str = "corpus"
+    statistic: str = "pearson"
     systems: tuple[SystemMeans, ...] = ()
     metrics: tuple[SystemCorrelation, ...] = ()
+    comparisons: tuple[SystemComparison, ...] = ()
+    bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    method: str | None = None
     note: str | None = None
 
     @classmethod
@@ -801,10 +858,25 @@ class SystemLevel:
         return cls(
             signature=system.get("signature"),
             n_systems=system.get("n_systems", 0),
+            n_dialogues=system.get("n_dialogues", 0),
+            score=system.get("score", "corpus"),
+            statistic=system.get("statistic", "pearson"),
             systems=tuple(SystemMeans.from_dict(row) for row in system.get("systems") or ()),
             metrics=tuple(SystemCorrelation.from_dict(row) for row in system.get("metrics") or ()),
+            comparisons=tuple(SystemComparison.from_dict(row) for row in system.get("comparisons") or ()),
+            bootstrap=Bootstrap.from_dict(system.get("bootstrap")),
+            method=system.get("method"),
             note=system.get("note"),
         )
+
+    def ranked(self) -> tuple[SystemCorrelation, ...]:
+        """The metrics with a value of ``statistic``, best first (ties in the metrics' order)."""
+        known = [m for m in self.metrics if m.value(self.statistic) is not None]
+        return tuple(sorted(known, key=lambda m: -(m.value(self.statistic) or 0.0)))
+
+    def comparison(self, a: str, b: str) -> SystemComparison | None:
+        """The test of ``a`` against ``b`` (either order given; the difference is the stored one's)."""
+        return next((c for c in self.comparisons if {c.a, c.b} == {a, b}), None)
 
     @classmethod
     def of(cls, system: SystemLevel | Mapping[str, Any]) -> SystemLevel:

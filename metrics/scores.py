@@ -155,3 +155,48 @@ def score_table(
             counted = every_turn if metric.counted is None else metric.counted(stats)
             table[metric.name] = _mean(values[metric.name], counted, groups, n)
     return table
+
+
+def ratio_parts(
+    stats: TurnStatistics, lambdas: Sequence[float], *, slot_count: int, rsa: str = "macro"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every registry metric as a per-dialogue numerator and denominator, so that a corpus score over any
+    multiset of dialogues is ``Σ numerator / Σ denominator`` (turn-weighted, as papers report a tracker's
+    JGA): the system-level analysis resamples dialogues with these.  Keys as :func:`score_table`; ``fga``'s
+    numerator is dialogues × λ, every denominator has length D.
+
+    >>> from formats.dialogue import Dialogue, Turn
+    >>> from metrics.turnstats import extract
+    >>> h = lambda **kw: frozenset(("hotel", k, v) for k, v in kw.items())
+    >>> one = Dialogue("a", [Turn(0, gold=h(name="x"), pred=h(name="x")), Turn(1, gold=h(day="m"), pred=h())])
+    >>> two = Dialogue("b", [Turn(0, gold=h(area="e"), pred=h(area="e"))])
+    >>> stats = extract([one, two])
+    >>> numerator, denominator = ratio_parts(stats, [0.5], slot_count=30)["jga"]
+    >>> numerator.tolist(), denominator.tolist(), float(numerator.sum() / denominator.sum())
+    ([1.0, 1.0], [2.0, 1.0], 0.6666666666666666)
+    """
+    n = stats.n_dialogues
+    groups = stats.dialogue_index
+    values = turn_values(stats, slot_count)
+    every_turn = np.ones(stats.n_turns, dtype=bool)
+    turns = _sum(every_turn, groups, n)
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for metric in METRICS:
+        if metric is FGA:
+            distances, counts = distance_counts(stats, per_dialogue=True)
+            exact = per_dialogue_sum(stats, stats.exact)
+            parts[metric.name] = (fga_from_counts(exact, np.ones(n), distances, counts, np.asarray(lambdas)), turns)
+            continue
+        if metric is RSA and rsa not in RSA_AGGREGATIONS:
+            raise ValueError(f"RSA aggregation must be one of {RSA_AGGREGATIONS}, got {rsa!r}")
+        if metric is RSA and rsa == "micro":
+            correct = (stats.tstar - stats.misses - stats.wrong).astype(float)
+            parts[metric.name] = (_sum(correct, groups, n), _sum(stats.tstar.astype(float), groups, n))
+            continue
+        if metric is RSA:
+            counted = every_turn if rsa == "macro" else stats.tstar > 0
+        else:
+            counted = every_turn if metric.counted is None else metric.counted(stats).astype(bool)
+        total = _sum(np.where(counted, values[metric.name], 0.0), groups, n)
+        parts[metric.name] = (total, _sum(counted.astype(float), groups, n))
+    return parts

@@ -54,6 +54,7 @@ from metrics.results import (
     CorrelationReport,
     MajorityTable,
     StudyAnalysis,
+    SystemLevel,
     majority_tables,
 )
 
@@ -67,6 +68,7 @@ TOPICS = (
     "comparison",  # its lead over the reference (or runner-up), adjusted over the declared family
     "ceiling",  # the human ceiling
     "lambda",  # λ*, its interval, r there and the cross-validated r
+    "systems",  # systems as the unit: the metric that ranks them most like people, its cluster
     "note",  # a degenerate case, in words
     "units",  # the intervals' levels and units of resampling
 )
@@ -652,6 +654,46 @@ SHORT_INTERVALS = {
 }
 
 
+SYSTEM_STATISTIC_WORDS = {
+    "pearson": "Pearson r",
+    "spearman": "Spearman ρ",
+    "kendall": "Kendall τ-b",
+    "accuracy": "pairwise accuracy",
+}
+
+
+def system_sentences(system: SystemLevel | Mapping[str, Any]) -> list[Sentence]:
+    """Systems as the unit in words: the metric whose system scores follow people's best, with its
+    interval, and which metrics the data cannot tell apart from it (its significance cluster); or why
+    there is no system-level answer.
+
+    >>> [s.text for s in system_sentences({"n_systems": 2, "note": "needs votes on at least 3 systems (found 2)"})]
+    ['No system-level answer: needs votes on at least 3 systems (found 2).']
+    """
+    view = SystemLevel.of(system)
+    ranked = view.ranked()
+    if not ranked:
+        return [Sentence("systems", f"No system-level answer: {view.note or 'no metric varies across the systems'}.")]
+    best = ranked[0]
+    statistic = SYSTEM_STATISTIC_WORDS.get(view.statistic, view.statistic)
+    numbers: dict[str, Any] = {"n_systems": view.n_systems, "value": best.value(view.statistic)}
+    text = (
+        f"Across the {view.n_systems} systems, {display(best.metric)} ranks them most like people "
+        f"({statistic} {number(best.value(view.statistic))}{_ci(best.interval(view.statistic), 'value', numbers)}; "
+        f"each system's corpus score against its mean rating)."
+    )
+    if best.cluster is None:
+        text += " With so few systems no two metrics are tested against each other."
+    else:
+        peers = [display(m.metric) for m in ranked[1:] if m.cluster == 1]
+        numbers["cluster_size"] = 1 + len(peers)
+        if peers:
+            text += f" These data do not tell it apart from {_listing(peers)} (one significance cluster, Holm)."
+        else:
+            text += " Every other metric ranks the systems significantly worse (Holm)."
+    return [Sentence("systems", text, numbers)]
+
+
 def method_words(method: str | None) -> str | None:
     """A row's ``ci_method`` in a few words: ``fisher: ... (unit: dialogues)`` -> ``Fisher z (n = dialogues)``."""
     if not method:
@@ -783,6 +825,8 @@ def summarise(analysis: StudyAnalysis | Mapping[str, Any]) -> Summary:
         sentences.append(Sentence("note", f"No correlation with the metrics: {view.correlation_note}."))
     if view.calibration is not None:
         sentences += calibration_sentences(view.calibration)
+    if view.system_level is not None:
+        sentences += system_sentences(view.system_level)
     units = _units_sentence(view.agreement, view.correlation, view.calibration)
     return Summary(tuple([*sentences, *([units] if units else [])]))
 

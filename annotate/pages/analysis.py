@@ -21,12 +21,30 @@ from annotate.pages import tables
 from annotate.pages.admin import study_picker
 from annotate.pages.context import app_engine, guard, require_admin_page
 from annotate.studies.allocation import judgements_total
-from exports.charts import agreement_chart, annotator_chart, annotator_rows, forest_chart, metric_rating_chart, r_lambda_chart
+from exports.charts import (
+    agreement_chart,
+    annotator_chart,
+    annotator_rows,
+    forest_chart,
+    metric_rating_chart,
+    r_lambda_chart,
+    system_chart,
+    system_scatter_chart,
+)
 from formats.settings import settings
 from metrics import present
 from metrics.analysis import AnalysisSettings
 from metrics.comparisons import ADJUSTMENTS, FAMILIES
-from metrics.results import Agreement, Calibration, DesignSummary, MajorityRow, MajorityTable, StudyAnalysis, StudyJudges
+from metrics.results import (
+    Agreement,
+    Calibration,
+    DesignSummary,
+    MajorityRow,
+    MajorityTable,
+    StudyAnalysis,
+    StudyJudges,
+    SystemLevel,
+)
 from metrics.summary import Summary, summarise
 
 
@@ -574,7 +592,27 @@ def _event_frame(events: list[dict]) -> pd.DataFrame:
     return frame.rename(columns=EVENT_COLUMNS)
 
 
+def _system_section(system: SystemLevel) -> None:
+    """Systems as the unit: the metrics' system-level statistic with intervals and clusters (a chart), one
+    system scatter for a chosen metric, and the tables behind them in an expander."""
+    st.subheader(f"System level: {system.n_systems} systems as the unit")
+    left, right = st.columns([3, 2])
+    with left:
+        st.altair_chart(_sized(system_chart(system, width=260)), width="content")
+    ranked = system.ranked()
+    if ranked and system.systems:
+        with right:
+            choices = [m.metric for m in ranked]
+            metric = st.selectbox("Systems on one metric", choices, key="analysis-system-metric")
+            st.altair_chart(_sized(system_scatter_chart(system, metric, width=260, height=220)), width="content")
+    with st.expander("System-level tables: every statistic, the tests between metrics, the systems' scores"):
+        for table in present.system_tables(system):
+            show_table(table, subheader=False)
+
+
 def _correlation_section(result: StudyAnalysis) -> None:
+    if result.system_level is not None:
+        _system_section(result.system_level)
     if result.correlation is None:
         st.subheader("Metrics against human ratings")
         st.info(result.correlation_note if result.correlation_note is not None else "No correlation yet.")
@@ -593,9 +631,6 @@ def _correlation_section(result: StudyAnalysis) -> None:
     corrected = present.corrected_table(result)
     if corrected is not None:
         show_table(corrected)
-    if result.system_level is not None:
-        with st.expander(f"System level: {result.system_level.n_systems} systems as the unit"):
-            show_table(present.system_table(result.system_level), subheader=False)
     metric = st.selectbox("Plot a metric against the rating", [r.metric for r in correlation.metrics], key="analysis-metric")
     st.altair_chart(metric_rating_chart(correlation, metric))
     if result.calibration is not None:

@@ -11,6 +11,7 @@ A page asks for a generated part with a comment on a line of its own::
     <!-- generate: bench NAME -->          docs/benchmarks/NAME.json as tables
     <!-- generate: bench-rest -->          every docs/benchmarks/*.json no "bench" comment of the site names
     <!-- generate: coverage EST,EST... --> coverage tables of docs/benchmarks/coverage.json for those estimates
+    <!-- generate: systems -->             the system-level simulation, docs/benchmarks/systems.json
     <!-- generate: include PATH -->        a file of the repository (its first heading left out)
 
 Nothing here is typed by hand: a changed parser, route, setting or bench run changes the page at the
@@ -386,7 +387,7 @@ def bench(name: str) -> str:
 
 def bench_rest(_: str) -> str:
     """Every recorded run that no page of the site asks for by name (a new bench's JSON shows up here)."""
-    named = {"coverage"}
+    named = {"coverage", "systems"}
     for page in (REPO / "docs").rglob("*.md"):
         for found in COMMENT.finditer(page.read_text(encoding="utf-8")):
             if found.group(1) == "bench":
@@ -460,6 +461,46 @@ def coverage(estimates: str) -> str:
 # --------------------------------------------------------------------------- files
 
 
+def systems(_: str) -> str:
+    """The system-level simulation (``bench/bench_systems.py``) as one table: per number of systems and
+    dialogues, metric a's four intervals (coverage, mean width) and the paired tests' coverage and
+    rejection rate."""
+    path = _bench_file("systems")
+    if not path.exists():
+        return (
+            "No recorded run in `docs/benchmarks/systems.json` yet. To record one: "
+            "`python docs/hooks/record_bench.py systems -- python -m bench.bench_systems --json`."
+        )
+    data = json.loads(path.read_text(encoding="utf-8"))
+    result = data.get("result", data)
+    truth = result["truth"]
+    statistics = ("pearson", "spearman", "kendall", "accuracy")
+    body = []
+    for row in result["rows"]:
+        cells = [str(row["systems"]), str(row["dialogues"])]
+        for name in statistics:
+            cell = row[name]
+            cells.append("—" if cell["rate"] is None else f"{cell['rate']:.3f} ± {cell['mc_se']:.3f} ({cell['width']:.2f})")
+        for pair in ("b-c", "a-c"):
+            test = row[pair]
+            cells.append(
+                "—" if test["coverage"]["rate"] is None else f"{test['coverage']['rate']:.3f} ({test['rejects']['rate']:.3f})"
+            )
+        body.append(cells)
+    replicates = sorted({r["replicates"] for r in result["rows"]})
+    head = (
+        f"Coverage ± one Monte-Carlo SE (mean width) of the 95% intervals of metric a (JGA) against the population "
+        f"truth (Pearson {truth['a']['pearson']:.3f}, Spearman {truth['a']['spearman']:.3f}, Kendall "
+        f"{truth['a']['kendall']:.3f}, pairwise accuracy {truth['a']['accuracy']:.3f}); for the paired tests, the "
+        f"coverage of the true difference on Pearson (b − c {truth['b-c']['pearson']:.3f}, a − c "
+        f"{truth['a-c']['pearson']:.3f}) and, in brackets, the share of studies with p < 0.05 (for b − c, the test's "
+        f"size; for a − c, its power). {', '.join(map(str, replicates))} simulated studies per row, "
+        f"{result['resamples']} draws each. {_meta('systems', data)}"
+    )
+    header = ["systems", "dialogues", "Pearson r", "Spearman ρ", "Kendall τ-b", "pairwise accuracy", "b − c", "a − c"]
+    return head + "\n\n" + table(header, body)
+
+
 def include(path: str) -> str:
     text = (REPO / path.strip()).read_text(encoding="utf-8")
     return re.sub(r"\A# [^\n]*\n", "", text, count=1)
@@ -473,5 +514,6 @@ GENERATORS = {
     "bench": bench,
     "bench-rest": bench_rest,
     "coverage": coverage,
+    "systems": systems,
     "include": include,
 }

@@ -324,35 +324,17 @@ def test_judges_against_the_human_majority(tmp_path):
 def test_system_level_correlation_over_systems(fixtures):
     """Four systems made from the shared FGA dialogues by dropping ever more predicted slots; people
     rate a dialogue satisfied with probability JGA: the better system gets the higher mean rating."""
-    import dataclasses
-
-    from formats import load_dialogues
-    from formats.tidy import Vote
     from metrics.analysis import system_level
     from metrics.corpus import ScoreSettings
+    from tests.unit.test_systems import _systems
 
-    base = load_dialogues([fixtures / "fga_human_eval"])
-    rng = np.random.default_rng(5)
-    systems, votes = {}, []
-    for s, drop in enumerate((0.0, 0.2, 0.5, 0.8)):
-        name = f"sys{s}"
-        systems[name] = [
-            dataclasses.replace(
-                d,
-                turns=[
-                    dataclasses.replace(t, pred=frozenset(x for x in (t.pred or t.gold) if rng.random() >= drop)) for t in d.turns
-                ],
-            )
-            for d in base
-        ]
-        for d in systems[name]:
-            jga = np.mean([t.pred == t.gold for t in d.turns])
-            votes += [Vote(d.id, f"a{k}", "satisfied", str(int(rng.random() < jga)), name) for k in range(3)]
+    systems, votes = _systems(fixtures, (0.0, 0.2, 0.5, 0.8), seed=5)
     result = system_level(systems, votes, ScoreSettings((0.5,), ("0.5",)))
     assert result["n_systems"] == 4 and [s["system"] for s in result["systems"]] == list(systems)
     jga = next(m for m in result["metrics"] if m["metric"] == "jga")
-    assert jga["n"] == 4 and jga["pearson"] > 0.9 and jga["pearson_ci"] is not None
-    assert "4 systems" in result["note"]
+    # at 4 systems the resampled interval under-covers (bench/bench_systems.py), so none is given
+    assert jga["n"] == 4 and jga["pearson"] > 0.9 and jga["pearson_ci"] is None
+    assert "4 systems" in result["note"] and "no interval" in result["note"]
 
 
 # --- items 5 and 6: weighted agreement; estimates and bootstrap on the same items -----------------

@@ -204,6 +204,7 @@ UNIT_WORDS = (
     "jackknife over dialogues",
     "n = dialogues",
     "n = systems",
+    "bootstrap over systems and dialogues",
 )
 
 
