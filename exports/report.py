@@ -106,8 +106,9 @@ SUMMARY = "Summary"
 
 def _charts(heading: str, analysis: StudyAnalysis) -> list[tuple[str, bytes]]:
     """The pictures under a section (alt text, PNG): under the summary the forest plot of every metric
-    against the ratings and the agreement chart; under the λ calibration r(λ)."""
-    from exports.charts import agreement_chart, forest_chart, png_bytes, r_lambda_chart
+    against the ratings and the agreement chart; under the λ calibration r(λ); under the system level the
+    metrics' system-level statistic with its clusters."""
+    from exports.charts import agreement_chart, forest_chart, png_bytes, r_lambda_chart, system_chart
 
     pictures = []
     if heading == SUMMARY:
@@ -118,6 +119,9 @@ def _charts(heading: str, analysis: StudyAnalysis) -> list[tuple[str, bytes]]:
             alt = "agreement per question with its interval, over the conventional readings"
             pictures.append((alt, png_bytes(agreement_chart(analysis.agreement))))
         return pictures
+    if heading.startswith("System level:") and "systems as the unit" in heading and analysis.system_level is not None:
+        alt = "each metric's system-level correlation with the people's ranking, its interval and its cluster"
+        return [(alt, png_bytes(system_chart(analysis.system_level)))]
     if heading.startswith("λ calibration") and analysis.calibration is not None:
         return [("r(λ) with its bootstrap band, λ* and its interval", png_bytes(r_lambda_chart(analysis.calibration)))]
     return []

@@ -82,3 +82,9 @@ def test_the_analysis_page_shows_six_systems_as_the_unit(app_db, fixtures, tmp_p
     system = SystemLevel.from_dict(service.study_analysis(engine, boss, study.id, AnalysisSettings())["system_level"])
     assert system is not None and system.n_systems == 6 and {s.n_dialogues for s in system.systems} == {10}
     assert system.ranked()[0].cluster == 1 and system.ranked()[0].pearson_ci is not None
+    # the report: the system-level tables and the chart under them
+    content, _ = service.export(engine, boss, study.id, "report-md")
+    text = content.decode()
+    assert "## System level: 6 systems as the unit" in text and "## System scores" in text
+    after = text.split("## System level: 6 systems as the unit", 1)[1].split("\n## ", 1)[0]
+    assert "](data:image/png;base64," in after and "its cluster" in after
