@@ -19,8 +19,6 @@ from metrics.scores import ratio_parts, score_table
 from metrics.systems import STATISTICS, meta_evaluate, statistics_of, system_level, system_scores
 from metrics.turnstats import extract
 
-pytestmark = pytest.mark.unit
-
 SETTINGS = ScoreSettings((0.25, 1.0), ("0.25", "1"))
 
 
