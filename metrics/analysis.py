@@ -17,7 +17,7 @@ from formats.dialogue import Dialogue
 from formats.tidy import Vote, VoteTable, is_unsure
 from metrics.aggregate import aggregate_rows, majority_labels, unit_table
 from metrics.agreement import LEVELS, agreement_report
-from metrics.calibrate import FgaTerms, calibrate
+from metrics.calibrate import DEFAULT_GRID, FgaTerms, calibrate
 from metrics.corpus import ScoreSettings
 from metrics.correlation import correlation_report, human_ceiling, ratings_for
 from metrics.registry import FGA, METRICS
@@ -223,7 +223,7 @@ class AnalysisSettings:
     tie: str = "none"  # majority tie policy: none, random, fixed:<label>
     rating: str = "mean"  # human rating per dialogue: mean, majority, pairs
     lambdas: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)  # FGA λ values in the correlation table
-    grid: tuple[float, float, int] = (0.0, 10.0, 1001)  # λ grid for calibration: linspace(START, STOP, NUM)
+    grid: tuple[float, float, int] = DEFAULT_GRID  # λ grid for calibration (and the designer): linspace(START, STOP, NUM)
     resamples: int = 1000  # bootstrap resamples
     folds: int = 5  # cross-validation folds for λ*
     seed: int = 0

@@ -58,6 +58,11 @@ class FgaTerms:
         return FgaTerms(self.exact[rows], self.n_turns[rows], self.distances, self.counts[rows])
 
 
+# The λ grid λ* is estimated on, START, STOP, NUM (numpy.linspace): the Analysis page's, the CLI's and the
+# designer's (``metrics.analysis.AnalysisSettings.grid``; ``metrics.design`` predicts λ*'s interval on it)
+DEFAULT_GRID: tuple[float, float, int] = (0.0, 10.0, 1001)
+
+
 def parse_grid(text: str) -> np.ndarray:
     """``START:STOP:NUM`` → NUM values from START to STOP inclusive (numpy.linspace).
 
