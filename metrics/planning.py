@@ -56,23 +56,33 @@ def check(r_a: float, r_b: float, r_ab: float) -> None:
         raise ValueError("r_a, r_b and r_ab do not form a valid correlation matrix")
 
 
-def difference_power(r_a: float, r_b: float, r_ab: float, n: int, alpha: float = 0.05) -> float:
-    """Power of the reported difference test (the jackknife-t of z_a − z_b, two-sided, level ``alpha``) on
-    n dialogues, from the normal-theory variance of z_a − z_b (Meng, Rosenthal & Rubin 1992)."""
+def _difference_powers(r_a: float, r_b: float, r_ab: float, n: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`difference_power` at every n of an integer array at once (one scipy call, not one per n)."""
     from scipy.stats import nct
     from scipy.stats import t as student_t
 
-    if n <= 4:
-        return 0.0
+    n = np.asarray(n, dtype=float)
     mean_square = (r_a**2 + r_b**2) / 2
     f = min(1.0, (1 - r_ab) / (2 * (1 - mean_square)))
     h = (1 - f * mean_square) / (1 - mean_square)
-    variance = 2 * (1 - r_ab) * h / (n - 3)
-    if variance <= 0:
+    if (1 - r_ab) * h <= 0:
         raise ValueError("the correlations are not a valid correlation matrix (or the metrics are identical)")
-    delta = (math.atanh(r_a) - math.atanh(r_b)) / math.sqrt(variance)
-    critical = student_t.ppf(1 - alpha / 2, n - 1)
-    return float(nct.sf(critical, n - 1, delta) + nct.cdf(-critical, n - 1, delta))
+    counted = n > 4
+    safe = np.where(counted, n, 5.0)
+    delta = (math.atanh(r_a) - math.atanh(r_b)) / np.sqrt(2 * (1 - r_ab) * h / (safe - 3))
+    critical = student_t.ppf(1 - alpha / 2, safe - 1)
+    power = nct.sf(critical, safe - 1, delta) + nct.cdf(-critical, safe - 1, delta)
+    return np.where(counted, power, 0.0)
+
+
+def difference_power(r_a: float, r_b: float, r_ab: float, n: int, alpha: float = 0.05) -> float:
+    """Power of the reported difference test (the jackknife-t of z_a − z_b, two-sided, level ``alpha``) on
+    n dialogues, from the normal-theory variance of z_a − z_b (Meng, Rosenthal & Rubin 1992).
+
+    >>> round(difference_power(0.4, 0.3, 0.8, 277), 3), difference_power(0.4, 0.3, 0.8, 4)
+    (0.801, 0.0)
+    """
+    return float(_difference_powers(r_a, r_b, r_ab, np.array([n]), alpha)[0])
 
 
 def williams_power(r_a: float, r_b: float, r_ab: float, n: int, alpha: float = 0.05) -> float:
@@ -88,16 +98,29 @@ def williams_power(r_a: float, r_b: float, r_ab: float, n: int, alpha: float = 0
 
 
 def dialogues_needed(r_a: float, r_b: float, r_ab: float, alpha: float = 0.05, power: float = 0.8) -> int | None:
-    """The smallest n with at least ``power`` (None: r_a = r_b, or beyond a million dialogues)."""
+    """The smallest n with at least ``power`` (None: r_a = r_b, or beyond a million dialogues).  Power grows
+    with n: the doubling sizes are evaluated at once, then the bracket is cut in 64 per round (every
+    integer in the last round), a handful of vectorised calls in place of a bisection's forty.
+
+    >>> dialogues_needed(0.4, 0.3, 0.8), dialogues_needed(0.4, 0.4, 0.8)
+    (277, None)
+    """
     check(r_a, r_b, r_ab)
     if r_a == r_b or difference_power(r_a, r_b, r_ab, N_MAX, alpha) < power:
         return None
-    low, high = 4, 5
-    while difference_power(r_a, r_b, r_ab, high, alpha) < power:
-        low, high = high, high * 2
-    while high - low > 1:  # power grows with n: bisect
-        middle = (low + high) // 2
-        low, high = (middle, high) if difference_power(r_a, r_b, r_ab, middle, alpha) < power else (low, middle)
+    doubling = 5 * 2 ** np.arange(int(math.ceil(math.log2(N_MAX / 5))) + 1)
+    reached = np.flatnonzero(_difference_powers(r_a, r_b, r_ab, doubling, alpha) >= power)
+    first = int(reached[0]) if reached.size else len(doubling) - 1
+    high = int(doubling[first]) if reached.size else N_MAX
+    low = 4 if first == 0 else int(doubling[first - 1])  # power(low) < power <= power(high)
+    while high - low > 1:
+        sizes = np.unique(np.linspace(low, high, 65).round().astype(int))[1:-1] if high - low > 64 else np.arange(low + 1, high)
+        enough = _difference_powers(r_a, r_b, r_ab, sizes, alpha) >= power
+        above = np.flatnonzero(enough)
+        if high - low <= 64:
+            return int(sizes[above[0]]) if above.size else high
+        low = int(sizes[above[0] - 1]) if above.size and above[0] > 0 else (low if above.size else int(sizes[-1]))
+        high = int(sizes[above[0]]) if above.size else high
     return high
 
 
@@ -109,7 +132,8 @@ def power_curve(
     needed = dialogues_needed(r_a, r_b, r_ab, alpha) or 500
     top = up_to or max(50, 2 * needed)
     sizes = sorted({int(round(v)) for v in np.linspace(10, top, points)})
-    return [{"n": n, "power": difference_power(r_a, r_b, r_ab, n, alpha)} for n in sizes]
+    powers = _difference_powers(r_a, r_b, r_ab, np.array(sizes), alpha)
+    return [{"n": n, "power": float(p)} for n, p in zip(sizes, powers, strict=True)]
 
 
 def harmonic_count(counts: Mapping[Any, float] | Iterable[float]) -> float:

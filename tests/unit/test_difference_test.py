@@ -94,3 +94,32 @@ def test_a_correlation_of_one_up_to_rounding_gets_no_interval():
     y, b = 2 * a + 1, a + rng.normal(size=40)
     assert np.corrcoef(y, a)[0, 1] < 1  # the case: 0.9999999999999999
     assert diff_ci(y, a, b) is None and diff_test(y, a, b)[1] is None
+
+
+def test_the_vectorised_planner_finds_the_bisections_n():
+    """``dialogues_needed`` evaluates many sizes per scipy call; its n is the smallest with enough power, the
+    one a plain bisection over ``difference_power`` finds, for correlations across the valid range."""
+    from metrics.planning import N_MAX, check, dialogues_needed, difference_power
+
+    def bisected(r_a, r_b, r_ab, alpha):
+        if r_a == r_b or difference_power(r_a, r_b, r_ab, N_MAX, alpha) < 0.8:
+            return None
+        low, high = 4, 5
+        while difference_power(r_a, r_b, r_ab, high, alpha) < 0.8:
+            low, high = high, high * 2
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if difference_power(r_a, r_b, r_ab, middle, alpha) < 0.8 else (low, middle)
+        return high
+
+    rng = np.random.default_rng(0)
+    found = 0
+    for r_a, r_b, r_ab in [(0.4, 0.3, 0.8), (0.9, 0.85, 0.95), (0.7, 0.69, 0.999), *rng.uniform(-0.9, 0.95, (40, 3))]:
+        try:
+            check(r_a, r_b, r_ab)
+        except ValueError:
+            continue
+        for alpha in (0.05, 0.05 / 6):
+            assert dialogues_needed(r_a, r_b, r_ab, alpha) == bisected(r_a, r_b, r_ab, alpha), (r_a, r_b, r_ab, alpha)
+            found += 1
+    assert found > 40
