@@ -33,6 +33,7 @@ from annotate.people.sessions import user_in
 from annotate.store.db import not_sent
 from annotate.store.models import WORKER, Annotator, Assignment, CrowdWorker, Item, Study, StudyMember, VoteEvent, utcnow
 from annotate.studies import allocation, assignment, membership
+from formats.tidy import UNSURE
 
 
 class NotLoggedIn(PermissionDenied):
@@ -456,8 +457,16 @@ def _label(position: int, key: str, preview: str, state: str, answers: dict[str,
 def answer_words(answers: dict[str, str]) -> str:
     """An annotator's answers on one item in a few words: ``satisfied yes``, ``human_like yes, correct
     no``, ``5 of 6 marked correct`` (an SLU turn's acts); the go-back list, the saved mark and the
-    answered-in-another-tab note say them alike."""
-    binary = {q: v for q, v in answers.items() if v in ("0", "1")}
-    if len(binary) <= 2:
-        return ", ".join(f"{q} {'yes' if v == '1' else 'no'}" for q, v in binary.items()) or "no answer"
-    return f"{sum(v == '1' for v in binary.values())} of {len(binary)} marked correct"
+    answered-in-another-tab note say them alike.  A declared "unsure" (a study that offers it) is said so.
+
+    >>> answer_words({"satisfied": "unsure"}), answer_words({"human_like": "1", "correct": "unsure"})
+    ('satisfied unsure', 'human_like yes, correct unsure')
+    """
+    said = {q: ANSWER_WORDS[v] for q, v in answers.items() if v in ANSWER_WORDS}
+    if len(said) <= 2:
+        return ", ".join(f"{q} {words}" for q, words in said.items()) or "no answer"
+    binary = [v for v in answers.values() if v in ("0", "1")]
+    return f"{sum(v == '1' for v in binary)} of {len(binary)} marked correct"
+
+
+ANSWER_WORDS = {"1": "yes", "0": "no", UNSURE: "unsure"}

@@ -24,7 +24,7 @@ from annotate.pages.context import (
     study_in_url,
     tab_events,
 )
-from annotate.pages.views import COMMON_KEYS, KEYS, VIEWS, ItemContext
+from annotate.pages.views import VIEWS, ItemContext, key_rows, question_specs
 from annotate.people.auth import PermissionDenied, StudyClosed
 from annotate.service import StudySummary
 from annotate.store.db import unreachable
@@ -71,7 +71,7 @@ def render() -> None:
     if shown == "guideline":
         _guideline_dialog(study.guideline)
     elif shown == "keys":
-        _keys_dialog(study.kind)
+        _keys_dialog(study.kind, study.questions)
     item_panel(study)
 
 
@@ -218,6 +218,9 @@ def _item_panel(study: StudySummary) -> None:
         # and the item's buttons are new widgets per item, so these hold ids, never the item (issue 37)
         on_answer=_on_answer(study.id, item.id, item.key),
         on_finish=_on_finish(study.id, item.id),
+        # the study's question specs, read with the study (the Study box's list), not again per run: a
+        # question that offers "unsure" gets its Unsure button and key
+        questions=question_specs(study.questions),
     )
     VIEWS[study.kind](st, context)
     _go_back(study, user, now.has_history)
@@ -285,8 +288,8 @@ def _guideline_dialog(guideline: str) -> None:
 
 
 @st.dialog("Keys")
-def _keys_dialog(kind: str) -> None:
-    rows = [*KEYS.get(kind, ()), *COMMON_KEYS]
+def _keys_dialog(kind: str, questions: tuple[dict, ...]) -> None:
+    rows = key_rows(kind, questions)  # an "unsure" key only where the study offers "unsure"
     st.markdown("\n".join(f"- **{key}** {what}" for key, what in rows))  # our own words only
     st.caption("Keys act on the page, not while you type in a box (click outside it first).")
 

@@ -77,6 +77,13 @@ def _create_form(engine, user) -> None:
         sample = left.number_input("Sample N units (0 = all)", min_value=0, value=0)
         seed = middle.number_input("Seed", min_value=0, value=0)
         guideline_file = right.file_uploader("Guideline (.txt, optional)", type=["txt", "md"])
+        unsure = st.checkbox(
+            "Offer 'unsure' on yes/no and choice questions",
+            value=False,
+            help="Annotators get an Unsure button, with its key, beside each such question's other answers (the "
+            "Keys overview lists it). The analysis leaves unsure answers out as missing data and reports how often "
+            "each question, item and annotator gave them. Off: the questions as the papers' studies asked them.",
+        )
         submitted = st.form_submit_button("Create study", type="primary")
     if submitted:
         guideline = guideline_file.getvalue().decode("utf-8", errors="replace") if guideline_file else ""
@@ -94,6 +101,7 @@ def _create_form(engine, user) -> None:
                 sample=int(sample) or None,
                 seed=int(seed),
                 timeout_minutes=int(timeout),
+                unsure=bool(unsure),
             )
         )
         if created:  # run the page again: the table lists the new study, the form starts empty

@@ -5,7 +5,7 @@ re-opened items, archive and delete; every change recorded in the study's change
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine, func, select
@@ -33,6 +33,9 @@ class StudySummary:
     items: int
     guideline: str
     archived: bool = False
+    # the study's question specs (``Study.questions``: name, type, ..., ``"unsure": True`` where offered),
+    # read with the study; not part of its equality (a summary names a study)
+    questions: tuple[dict, ...] = field(default=(), compare=False, repr=False)
 
 
 def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySummary]:
@@ -42,7 +45,7 @@ def list_studies(engine: Engine, user: Annotator | None = None) -> list[StudySum
         counts = dict(session.execute(select(Item.study_id, func.count()).group_by(Item.study_id)).all())
         allowed = None if user is None else membership.open_studies(session, user)
         return [
-            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline, s.archived)
+            StudySummary(s.id, s.name, s.kind, s.overlap, counts.get(s.id, 0), s.guideline, s.archived, tuple(s.questions or ()))
             for s in session.scalars(select(Study).order_by(Study.id))
             if allowed is None or s.id in allowed
         ]
@@ -67,7 +70,9 @@ def create_study_from_files(engine: Engine, user: Annotator, name: str, kind: st
     drafts = studies.prepare_items(kind, paths, options.get("condition"), options.get("sample"), options.get("seed", 0))
     with write_session(engine) as session:
         study = create_study(session, name, kind, paths, drafts=drafts, **options)
-        return StudySummary(study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline)
+        return StudySummary(
+            study.id, study.name, study.kind, study.overlap, len(study.items), study.guideline, questions=tuple(study.questions)
+        )
 
 
 def create_study_from_uploads(

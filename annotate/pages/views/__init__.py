@@ -2,9 +2,32 @@
 kind, one ``register_view`` call each).  The kinds themselves (``annotate/kinds/``) hold no Streamlit."""
 # ruff: noqa: I001  (importing a view module registers it)
 
-from annotate.pages.views.base import COMMON_KEYS, KEYS, VIEWS, ItemContext, context_turns, register_view
+from annotate.pages.views.base import (
+    COMMON_KEYS,
+    KEYS,
+    UNSURE_KEYS,
+    VIEWS,
+    ItemContext,
+    context_turns,
+    key_rows,
+    question_specs,
+    register_view,
+)
 from annotate.pages.views import satisfaction
 from annotate.pages.views import coco
 from annotate.pages.views import slu
 
-__all__ = ["COMMON_KEYS", "KEYS", "VIEWS", "ItemContext", "coco", "context_turns", "register_view", "satisfaction", "slu"]
+__all__ = [
+    "COMMON_KEYS",
+    "KEYS",
+    "UNSURE_KEYS",
+    "VIEWS",
+    "ItemContext",
+    "coco",
+    "context_turns",
+    "key_rows",
+    "question_specs",
+    "register_view",
+    "satisfaction",
+    "slu",
+]

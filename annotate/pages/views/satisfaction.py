@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from annotate.kinds.satisfaction import item_html, satisfaction_view
 from annotate.pages.views.base import ItemContext, register_view
+from formats.tidy import UNSURE
 
 QUESTION = "**Are you satisfied with how the model tracked the user's intent over the whole dialogue?**"
+ANSWERS = (("Satisfied (1)", "1", "1"), ("Not satisfied (0)", "0", "0"))  # (label, shortcut, value)
+UNSURE_KEY = "n"  # the Unsure button's key, in a study that offers "unsure"
+WORDS = {"1": "satisfied", "0": "not satisfied", UNSURE: "unsure"}
 
 
 def _drawn(payload: dict) -> str:
@@ -18,14 +22,16 @@ def render(st, ctx: ItemContext) -> None:
     """The question and its buttons first (visible on arrival), then one block: where the first error
     entered (with a jump to that turn), the legend, and the dialogue as one compact row per turn.  Few
     elements, so that a key press redraws little (issue 38): the question, one row of buttons (the
-    answers, Skip, the comment, the current answer), the block."""
+    answers, Skip, the comment, the current answer), the block.  In a study that offers "unsure" the
+    answers are three: *Unsure* (key n) after the two."""
     current = ctx.answers.get("satisfied")
+    answers = ANSWERS + ((("Unsure (n)", UNSURE_KEY, UNSURE),) if ctx.offers_unsure("satisfied") else ())
     st.markdown(QUESTION)
     with st.container(horizontal=True, vertical_alignment="center", gap="small"):
-        for label, value in (("Satisfied (1)", "1"), ("Not satisfied (0)", "0")):
+        for label, shortcut, value in answers:
             st.button(
                 label,
-                shortcut=value,
+                shortcut=shortcut,
                 key=ctx.key(f"sat-{value}"),
                 type="primary" if current == value else "secondary",
                 width=200,
@@ -36,8 +42,13 @@ def render(st, ctx: ItemContext) -> None:
         with st.popover("Comment (optional)"):
             ctx.comment_box()
         if current is not None:
-            st.caption(f"Your current answer: {'satisfied' if current == '1' else 'not satisfied'}")
+            st.caption(f"Your current answer: {WORDS.get(current, '—')}")  # our own words only
     st.html(ctx.cached("satisfaction", lambda: _drawn(ctx.item.payload)))
 
 
-register_view("satisfaction", render, keys=(("1", "Satisfied with the whole dialogue"), ("0", "Not satisfied")))
+register_view(
+    "satisfaction",
+    render,
+    keys=(("1", "Satisfied with the whole dialogue"), ("0", "Not satisfied")),
+    unsure={"satisfied": (UNSURE_KEY, "Unsure")},
+)
