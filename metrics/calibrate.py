@@ -16,7 +16,8 @@ share of bootstrap refits whose best grid point is the grid's first or last valu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +110,138 @@ class _Fit:
         if found.success and -found.fun > r_best + 1e-12:
             lam, r_best = float(found.x), float(-found.fun)
         return lam, r_best, at_bound
+
+
+_GOLDEN_MEAN = 0.5 * (3.0 - math.sqrt(5.0))
+_SQRT_EPS = math.sqrt(2.2e-16)
+
+
+def bounded_minimize(
+    func: Callable[[np.ndarray, np.ndarray], np.ndarray], low: np.ndarray, high: np.ndarray, xatol: np.ndarray, maxfun: int = 500
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``scipy.optimize.minimize_scalar(method="bounded")`` (Brent's fminbound) on many problems in lockstep:
+    the same steps, golden-section or parabolic, taken by each problem on its own, with one call of
+    ``func(x, rows)`` per step for every problem still running (``rows``: their indices, ``x``: their
+    points).  Returns (x, f(x), success) per problem, as scipy's ``x``, ``fun`` and ``success``.
+
+    >>> x, f, ok = bounded_minimize(lambda x, rows: (x - np.array([0.3, 0.7])[rows]) ** 2,
+    ...                             np.zeros(2), np.ones(2), np.full(2, 1e-8))
+    >>> np.round(x, 6).tolist(), ok.tolist()
+    ([0.3, 0.7], [True, True])
+    """
+    a, b = np.asarray(low, dtype=float).copy(), np.asarray(high, dtype=float).copy()
+    xatol = np.broadcast_to(np.asarray(xatol, dtype=float), a.shape)
+    everyone = np.arange(a.size)
+    fulc = a + _GOLDEN_MEAN * (b - a)
+    nfc, xf = fulc.copy(), fulc.copy()
+    rat, e = np.zeros_like(a), np.zeros_like(a)
+    fx = np.asarray(func(xf, everyone), dtype=float)
+    ffulc, fnfc = fx.copy(), fx.copy()
+    num = np.ones(a.size, dtype=int)
+    xm = 0.5 * (a + b)
+    tol1 = _SQRT_EPS * np.abs(xf) + xatol / 3.0
+    tol2 = 2.0 * tol1
+    running = np.abs(xf - xm) > (tol2 - 0.5 * (b - a))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        while running.any():
+            rows = np.flatnonzero(running)
+            A, B, XF, FX, E, RAT = a[rows], b[rows], xf[rows], fx[rows], e[rows], rat[rows]
+            NFC, FNFC, FULC, FFULC = nfc[rows], fnfc[rows], fulc[rows], ffulc[rows]
+            XM, T1, T2 = xm[rows], tol1[rows], tol2[rows]
+            parabola = np.abs(E) > T1
+            r = (XF - NFC) * (FX - FFULC)
+            q = (XF - FULC) * (FX - FNFC)
+            p = (XF - FULC) * q - (XF - NFC) * r
+            q = 2.0 * (q - r)
+            p = np.where(q > 0.0, -p, p)
+            q = np.abs(q)
+            accepted = parabola & (np.abs(p) < np.abs(0.5 * q * E)) & (p > q * (A - XF)) & (p < q * (B - XF))
+            step = (p + 0.0) / q
+            near = ((XF + step - A) < T2) | ((B - XF - step) < T2)
+            towards = np.sign(XM - XF) + ((XM - XF) == 0)
+            step = np.where(near, T1 * towards, step)
+            golden_e = np.where(XF >= XM, A - XF, B - XF)
+            E = np.where(accepted, RAT, np.where(parabola, golden_e, golden_e))
+            RAT = np.where(accepted, step, _GOLDEN_MEAN * golden_e)
+            sign = np.sign(RAT) + (RAT == 0)
+            X = XF + sign * np.maximum(np.abs(RAT), T1)
+            FU = np.asarray(func(X, rows), dtype=float)
+            num[rows] += 1
+            better = FU <= FX
+            right = X >= XF
+            A = np.where(better, np.where(right, XF, A), np.where(~right, X, A))
+            B = np.where(better, np.where(~right, XF, B), np.where(right, X, B))
+            shift = ~better & ((FU <= FNFC) | (NFC == XF))
+            replace = ~better & ~shift & ((FU <= FFULC) | (FULC == XF) | (FULC == NFC))
+            new_fulc = np.where(better | shift, NFC, np.where(replace, X, FULC))
+            new_ffulc = np.where(better | shift, FNFC, np.where(replace, FU, FFULC))
+            new_nfc = np.where(better, XF, np.where(shift, X, NFC))
+            new_fnfc = np.where(better, FX, np.where(shift, FU, FNFC))
+            XF, FX = np.where(better, X, XF), np.where(better, FU, FX)
+            a[rows], b[rows], xf[rows], fx[rows], e[rows], rat[rows] = A, B, XF, FX, E, RAT
+            nfc[rows], fnfc[rows], fulc[rows], ffulc[rows] = new_nfc, new_fnfc, new_fulc, new_ffulc
+            xm[rows] = 0.5 * (A + B)
+            tol1[rows] = _SQRT_EPS * np.abs(XF) + xatol[rows] / 3.0
+            tol2[rows] = 2.0 * tol1[rows]
+            running[rows] = (np.abs(XF - xm[rows]) > (tol2[rows] - 0.5 * (B - A))) & (num[rows] < maxfun)
+    success = (num < maxfun) & ~np.isnan(xf) & ~np.isnan(fx)
+    return xf, fx, success
+
+
+def _rows_pearson(x: np.ndarray, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """:func:`weighted_pearson` of column k of ``x`` (D × K) under row k of ``weights`` (K × D), for each k:
+    the diagonal of the K × K result without computing the rest.  ``n``, ``sy``, ``syy`` D or K × D."""
+    wn = weights * n
+    xt = x.T
+    total = wn.sum(axis=1)
+    sx = (wn * xt).sum(axis=1)
+    sxx = (wn * xt**2).sum(axis=1)
+    sxy = (weights * sy * xt).sum(axis=1)
+    s_y = (weights * sy).sum(axis=1)
+    s_yy = (weights * syy).sum(axis=1)
+    cov = total * sxy - sx * s_y
+    var_x = total * sxx - sx**2
+    var_y = total * s_yy - s_y**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_x = np.where(var_x > 1e-12 * np.maximum(total * sxx, 1e-300), var_x, np.nan)
+        var_y = np.where(var_y > 1e-12 * np.maximum(total * s_yy, 1e-300), var_y, np.nan)
+        return np.asarray(np.clip(cov / np.sqrt(var_x * var_y), -1.0, 1.0))
+
+
+def refine_many(
+    terms: FgaTerms, n: np.ndarray, sy: np.ndarray, syy: np.ndarray, grid: np.ndarray, curves: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
+    """``_Fit.refine`` for every resample at once (B × 3: λ*, r*, best grid point is a bound): each row's
+    grid maximum refined by Brent's bounded method between its grid neighbours (:func:`bounded_minimize`).
+    ``n``, ``sy``, ``syy`` are D, or B × D when each resample has its own rating sums."""
+    b = curves.shape[0]
+    out = np.full((b, 3), np.nan)
+    fitted = np.flatnonzero(np.isfinite(curves).any(axis=1))
+    out[:, 2] = 0.0
+    if not fitted.size:
+        return out
+    best = np.nanargmax(curves[fitted], axis=1)
+    last = grid.size - 1
+    lam = grid[best]
+    r_best = curves[fitted, best]
+    low, high = grid[np.maximum(best - 1, 0)], grid[np.minimum(best + 1, last)]
+    per_row = n.ndim == 2
+
+    def objective(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        chosen = fitted[rows]
+        values = terms.fga(x)  # D × (rows)
+        if per_row:
+            r = _rows_pearson(values, n[chosen], sy[chosen], syy[chosen], weights[chosen])
+        else:
+            r = _rows_pearson(values, n, sy, syy, weights[chosen])
+        return np.asarray(-np.nan_to_num(r, nan=-2.0))
+
+    x, f, ok = bounded_minimize(objective, low, high, 1e-4 * np.maximum(high - low, 1e-12))
+    improved = ok & (-f > r_best + 1e-12)
+    out[fitted, 0] = np.where(improved, x, lam)
+    out[fitted, 1] = np.where(improved, -f, r_best)
+    out[fitted, 2] = ((best == 0) | (best == last)).astype(float)
+    return out
 
 
 # The interval families bench/coverage_lambda.py compares (issue 26); the DEFAULT ones are what calibrate reports.
@@ -392,12 +525,8 @@ def calibrate(
         weights, n_b, sy_b, syy_b = resample_sums(ratings, resamples, rng, resample)
         weights = weights.astype(float)
         curves = weighted_pearson(fga_grid, n_b, sy_b, syy_b, weights)  # B × Λ
-        if n_b.ndim == 1:
-            refits = np.array([fit.refine(curves[b], weights[b]) for b in range(resamples)])
-        else:  # each resample has its own annotators, so its own rating sums
-            refits = np.array(
-                [_Fit(terms, n_b[b], sy_b[b], syy_b[b], grid).refine(curves[b], weights[b]) for b in range(resamples)]
-            )
+        # every resample's λ* refined at once (each resample with its own rating sums when annotators are drawn too)
+        refits = refine_many(terms, n_b, sy_b, syy_b, grid, curves, weights)
         valid = np.isfinite(refits[:, 0])
         if valid.sum() < resamples:
             notes.append(f"{resamples - int(valid.sum())} bootstrap resample(s) had constant ratings or FGA, left out")
