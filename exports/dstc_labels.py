@@ -17,6 +17,8 @@ Choices, written down:
   built with.  ``transcription`` is left out unless the status is ``transcribed``, as the
   handbook does.
 - ``act`` keeps the act type beside ``slots`` (an extra field the reader ignores).
+- An "unsure" answer (a study that offers it) is missing data here as in the analysis: it chooses no
+  transcription status and no label, so the file stays one the DSTC reader reads (the votes export keeps it).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 from collections import Counter
 
 from exports.study import ItemRecord, StudyData
+from formats.tidy import is_unsure
 
 
 def _most_common(answers: list[str]) -> str | None:
@@ -63,7 +66,7 @@ def session_labels(data: StudyData) -> dict[str, dict]:
 
 def _turn(item: ItemRecord, votes: dict) -> dict:
     payload = item.payload
-    answers = lambda question: [v["value"] for v in votes.get((item.key, question), [])]  # noqa: E731
+    answers = lambda question: [v["value"] for v in votes.get((item.key, question), []) if not is_unsure(v["value"])]  # noqa: E731
     transcription = _most_common(answers("transcription"))
     status = _most_common(answers("transcription_status"))
     if transcription is None:
