@@ -53,7 +53,7 @@ import json
 import numpy as np
 
 from metrics import adaptive
-from metrics.design import DESIGN_GRID  # the designer rows' λ grid: 0.05 .. 2
+from metrics.design import DESIGN_GRID, analysis_grid  # the λ a pool is scored on; the Analysis page's grid (0..10)
 
 LAMBDA_GRID = tuple(round(x, 2) for x in np.linspace(0.05, 1.0, 20))
 FRACTIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -273,23 +273,28 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
 
     n_pool = len(data["jga"])
     fga_at, jga, fga = data["fga_at"], data["jga"], data["fga"]
+    page, on_page, score_columns = data["page_grid"], data["fga_page"], data["fga_scores"]
     rng = np.random.default_rng([seed, 29, 0 if scale == "binary" else 1])
     z = (fga_at - fga_at.mean()) / fga_at.std()
     raters = PopulationRaters(1.2 * z + rng.normal(0, args.quality_noise, n_pool), scale, rng)
     expected = raters.expected
     r_a, r_b = _r(fga_at, expected), _r(jga, expected)
     icc_assumed = assumed_icc(raters.icc, args.misspecified_noise)
+    centred = on_page - on_page.mean(axis=0)
+    truth_curve = (centred.T @ (expected - expected.mean())) / (
+        np.sqrt((centred**2).sum(axis=0)) * np.sqrt(((expected - expected.mean()) ** 2).sum())
+    )
     truths = {
         "fga_vs_jga": r_a - r_b,
-        "lambda": float(refined_argmax(np.array([_r(fga[:, j], expected) for j in range(len(DESIGN_GRID))]), DESIGN_GRID)),
+        # the λ maximising r(FGA_λ, expected rating) on the Analysis page's grid, refined as the page refines λ*
+        "lambda": float(refined_argmax(truth_curve, page)),
     }
     grid_scores = {f"fga_{lam:g}": fga[:, j] for j, lam in enumerate(DESIGN_GRID)}
+    lambda_scores = adaptive.lambda_scores(score_columns)  # as the store scores a dialogue for the question 'lambda'
 
-    def propose(budget: float, question: str = "fga_vs_jga"):
-        if question == "lambda":  # the designer's λ question: the most dialogues, the smallest identified overlap
-            return design(
-                "lambda", grid_scores, budget=int(round(budget)), icc=icc_assumed, r_a=r_a, metric_a=f"fga_{args.truth}"
-            ).proposal
+    lam_key = f"fga_{float(args.truth):g}"
+
+    def propose(budget: float):
         return design(
             "comparison",
             {"fga": fga_at, "jga": jga},
@@ -302,6 +307,7 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
         ).proposal
 
     lambda_pi = {}  # expected n -> π over the pool (the λ question's scores; issue 17's draw)
+    wanted = set(args.questions)
 
     def simulate(question: str, n: int, m: int, k_o: int, weighted: bool = False) -> dict:
         """``replicates`` draws of the design (n dialogues at random, m of them with k_o votes, the rest 1).
@@ -312,7 +318,7 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
         for rep in range(args.replicates):
             if weighted:
                 if n not in lambda_pi:
-                    lambda_pi[n] = adaptive.inclusion_probabilities(adaptive.lambda_scores(fga), expected=n)
+                    lambda_pi[n] = adaptive.inclusion_probabilities(lambda_scores, expected=n)
                 pi = lambda_pi[n]
                 rows = np.flatnonzero(adaptive.poisson_sample(pi, rng))
                 weights = 1 / pi[rows]
@@ -330,10 +336,10 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
                     failed += 1
                     continue
                 value, low, high = est.estimate, est.low, est.high
-            else:
+            else:  # λ* as the Analysis page estimates it (metrics.analysis.design_summary), on its grid
                 row = adaptive.lambda_star(
-                    fga[rows],
-                    DESIGN_GRID,
+                    on_page[rows],
+                    page,
                     np.nanmean(votes, axis=1),
                     weights,
                     resamples=args.resamples,
@@ -352,43 +358,86 @@ def _seed_scale(data: dict, scale: str, seed: int, args) -> dict:
             "k_overlap": k_o,
             "judgements": n + m * (k_o - 1),
             "ci_width": float(np.mean(widths)) if widths else None,
+            "ci_width_se": float(np.std(widths, ddof=1) / np.sqrt(len(widths))) if len(widths) > 1 else None,
+            "ci_width_median": float(np.median(widths)) if widths else None,
             "bias": float(est.mean() - truth) if est.size else None,
             "rmse": float(np.sqrt(np.mean((est - truth) ** 2))) if est.size else None,
             "coverage": float(np.mean(covered)) if covered else None,
+            "coverage_se": float(np.sqrt(np.mean(covered) * (1 - np.mean(covered)) / len(covered))) if covered else None,
             "not_identified": failed,
+            "widths": [float(w) for w in widths],
         }
 
     def versus(question: str, reference: dict, budget: int, fractions) -> dict:
-        curve = {}
+        curve, proposals = {}, {}
         for f in fractions:
             try:
-                d = propose(f * budget, "lambda" if question == "lambda" else "fga_vs_jga")
+                found = (
+                    design("lambda", grid_scores, budget=int(round(f * budget)), icc=icc_assumed, r_a=r_a, metric_a=lam_key)
+                    if question == "lambda"
+                    else None
+                )
+                d = found.proposal if found is not None else propose(f * budget)
             except ValueError:  # the designer refuses: no identified design at this budget
                 continue
+            proposals[f] = found
             curve[f] = {
                 **simulate(question, d.n, d.m, d.k_overlap, weighted=d.weighting == "lambda"),
                 "predicted_width": d.width,
+                "predicted_width_se": d.width_se,
             }
         usable = [f for f in fractions if f in curve and curve[f]["ci_width"] is not None]
         target = reference["ci_width"]
         needed = _needed(usable, [curve[f]["ci_width"] for f in usable], target) if usable and target else None
-        return {
+        # the measured saving's Monte-Carlo SE: the replicates redrawn (with replacement) at every budget
+        draws = []
+        boot = np.random.default_rng([seed, 40])
+        for _ in range(200 if needed is not None else 0):
+            t = float(np.mean(boot.choice(reference["widths"], len(reference["widths"]))))
+            w = [float(np.mean(boot.choice(curve[f]["widths"], len(curve[f]["widths"])))) for f in usable]
+            draws.append(1 - _needed(usable, w, t))
+        out = {
             "truth": truths[question],
-            "reference": reference,
-            "designer": curve.get(1.0),
+            "reference": {k: v for k, v in reference.items() if k != "widths"},
+            "designer": None if 1.0 not in curve else {k: v for k, v in curve[1.0].items() if k != "widths"},
             "designer_by_budget": {
-                f"{f:g}": {k: curve[f][k] for k in ("n", "m", "k_overlap", "judgements", "ci_width", "predicted_width")}
+                f"{f:g}": {
+                    k: curve[f][k]
+                    for k in (
+                        "n",
+                        "m",
+                        "k_overlap",
+                        "judgements",
+                        "ci_width",
+                        "ci_width_se",
+                        "predicted_width",
+                        "predicted_width_se",
+                    )
+                }
                 for f in usable
             },
             "saving": None if needed is None else 1 - needed,
+            "saving_se": float(np.std(draws, ddof=1)) if len(draws) > 1 else None,
         }
+        if question == "lambda":  # what the designer promises at the whole budget, and on its own widths
+            whole = proposals.get(1.0)
+            out["predicted_saving"] = None if whole is None else whole.saving_vs_uniform()
+            out["predicted_reference_width"] = None if whole is None or whole.uniform_k3 is None else whole.uniform_k3.width
+            predicted = [curve[f]["predicted_width"] for f in usable]
+            ref_predicted = out["predicted_reference_width"]
+            out["predicted_saving_by_budget"] = (
+                None if not usable or not ref_predicted else 1 - _needed(usable, predicted, ref_predicted)
+            )
+        return out
 
     budget = args.budget
     n3 = budget // 3
     out = {"icc": raters.icc, "icc_assumed": icc_assumed, "r_fga": r_a, "r_jga": r_b}
     for question in ("fga_vs_jga", "lambda"):
-        out[question] = versus(question, simulate(question, n3, n3, 3), 3 * n3, DESIGNER_FRACTIONS)
-    out["fga_vs_jga_vs_11x100"] = versus("fga_vs_jga", simulate("fga_vs_jga", 100, 100, 11), 1100, FGA_FRACTIONS)
+        if question in wanted:
+            out[question] = versus(question, simulate(question, n3, n3, 3), 3 * n3, DESIGNER_FRACTIONS)
+    if "fga_vs_jga" in wanted:
+        out["fga_vs_jga_vs_11x100"] = versus("fga_vs_jga", simulate("fga_vs_jga", 100, 100, 11), 1100, FGA_FRACTIONS)
     return out
 
 
@@ -411,14 +460,24 @@ def _spread(values) -> dict:
 
 def run_seeds(args) -> dict:
     per_seed = []
+    grid = np.asarray(DESIGN_GRID)
+    page = analysis_grid()
     for seed in range(args.seed, args.seed + args.seeds):
         data = pool_metrics(args.pool, args.synthetic, seed, DESIGN_GRID)
-        data["fga_at"] = data["fga"][:, DESIGN_GRID.index(round(float(args.truth), 2))]
-        per_seed.append({"seed": seed, **{scale: _seed_scale(data, scale, seed, args) for scale in ("binary", "five")}})
+        data["fga_at"] = data["fga"][:, int(np.argmin(np.abs(grid - float(args.truth))))]
+        data["page_grid"] = page
+        data["fga_page"] = data["fga"][:, [int(np.argmin(np.abs(grid - lam))) for lam in page]]
+        data["fga_scores"] = data["fga"][:, [int(np.argmin(np.abs(grid - lam))) for lam in adaptive.SCORE_GRID]]
+        per_seed.append({"seed": seed, **{scale: _seed_scale(data, scale, seed, args) for scale in args.scales}})
     rows = []
     for scale, key, label in ROWS:
+        if scale not in args.scales or key.split("_vs_11x100")[0] not in args.questions:
+            continue
         blocks = [s[scale][key] for s in per_seed]
         row = {"row": label, "scale": scale, "question": key, "saving": _spread([b["saving"] for b in blocks])}
+        if key == "lambda":  # the designer's promise beside the measured saving, and the measured one's MC SE
+            for stat in ("saving_se", "predicted_saving", "predicted_saving_by_budget"):
+                row[stat] = _spread([b[stat] for b in blocks])
         for design_name in ("designer", "reference"):
             for stat in ("bias", "rmse", "coverage", "ci_width"):
                 row[f"{design_name}_{stat}"] = _spread([(b[design_name] or {}).get(stat) for b in blocks])
@@ -436,6 +495,11 @@ def run_seeds(args) -> dict:
         "quality_noise": args.quality_noise,
         "misspecified_noise": args.misspecified_noise,
         "truth": "pool-level correlation with each dialogue's expected rating over the rater population (k-free)",
+        "resamples": args.resamples,
+        "questions": list(args.questions),
+        "scales": list(args.scales),
+        "lambda_estimator": "the Analysis page's for a designed study: adaptive.lambda_star(refine=True), 1/π-weighted, "
+        f"percentile bootstrap over the judged dialogues, on AnalysisSettings().grid ({page[0]:g}..{page[-1]:g}, {page.size} λ)",
         "summary": rows,
         "per_seed": per_seed,
     }
@@ -462,6 +526,30 @@ def print_seeds(result: dict) -> None:
             f"saving {fmt(s)}  |bias| {fmt(b, '.3f')}  "
             f"coverage {fmt(c)}  (reference coverage {fmt(row['reference_coverage'])})"
         )
+        if row["question"] == "lambda":
+            print(
+                f"{'':<36} predicted saving {fmt(row['predicted_saving'])} (on the predicted widths "
+                f"{fmt(row['predicted_saving_by_budget'])}); measured saving's MC SE {fmt(row['saving_se'])}"
+            )
+    for seed in result["per_seed"]:
+        for scale in result["scales"]:
+            block = seed[scale].get("lambda")
+            if block is None:
+                continue
+            print(f"seed {seed['seed']} {scale} λ*: budget fraction: predicted width ± SE / measured mean width ± SE")
+            for f, cell in block["designer_by_budget"].items():
+                print(
+                    f"  {f:>4} n {cell['n']:>4} m {cell['m']:>3}  predicted {cell['predicted_width']:.3f} ± "
+                    f"{cell['predicted_width_se']:.3f}  measured {cell['ci_width']:.3f} ± {cell['ci_width_se']:.3f}"
+                )
+            ref = block["reference"]
+            ref, nan = block["reference"], float("nan")
+            saving = block["saving"] if block["saving"] is not None else nan
+            print(
+                f"  uniform k=3 predicted {block['predicted_reference_width'] or nan:.3f}  measured "
+                f"{ref['ci_width']:.3f} ± {ref['ci_width_se']:.3f}; saving predicted {block['predicted_saving'] or nan:.2f}, "
+                f"measured {saving:.2f} ± {block['saving_se'] or nan:.2f}"
+            )
 
 
 def main() -> None:
@@ -480,6 +568,12 @@ def main() -> None:
         "--seeds", type=int, default=0, help="issue 29: the designer vs uniform k = 3 and 11 x 100 over this many seeds"
     )
     parser.add_argument(
+        "--questions",
+        default="fga_vs_jga,lambda",
+        help="with --seeds: the designer's questions to measure, comma-separated (fga_vs_jga, lambda)",
+    )
+    parser.add_argument("--scales", default="binary,five", help="with --seeds: the rating scales, comma-separated")
+    parser.add_argument(
         "--quality-noise",
         type=float,
         default=0.6,
@@ -495,6 +589,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.misspecified_noise <= 0:
         parser.error("--misspecified-noise must be positive")
+    args.questions = tuple(q.strip() for q in args.questions.split(",") if q.strip())
+    args.scales = tuple(q.strip() for q in args.scales.split(",") if q.strip())
+    if not set(args.questions) <= {"fga_vs_jga", "lambda"} or not args.questions:
+        parser.error("--questions: fga_vs_jga, lambda")
+    if not set(args.scales) <= {"binary", "five"} or not args.scales:
+        parser.error("--scales: binary, five")
     if args.budget is None:
         args.budget = 900 if args.seeds else 300
     if args.seeds:

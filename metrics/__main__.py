@@ -199,8 +199,8 @@ def _add_design(subparsers: Any) -> None:
         "--question",
         default="comparison",
         choices=("comparison", "lambda", "agreement"),
-        help="comparison (r(A) - r(B)), lambda (λ*: FGA columns fga_<λ>, or the predictions scored on 0.05..2), "
-        "or agreement (ICC)",
+        help="comparison (r(A) - r(B)), lambda (λ*: FGA columns fga_<λ> on the analysis grid 0:10:1001 and 0.05..2, "
+        "or the predictions scored there), or agreement (ICC)",
     )
     design.add_argument(
         "--metric-a", default=FGA.key("0.5"), help=f"metric A (default {FGA.key('0.5')}); lambda: the prior best λ's FGA"

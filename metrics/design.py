@@ -26,7 +26,11 @@ and predicts each design's 95% interval width for the question:
   2(1 − ρ)²(1 + (k − 1)ρ)² / (k(k − 1)(m − 1))).
 * ``lambda``: λ*, the argmax of r(FGA_λ, rating), which the correction does not move: one vote per
   dialogue but the smallest identified overlap subset, the dialogues drawn with π from their λ scores
-  and weighted 1/π; the width is simulated (:func:`lambda_width`), there is no closed form.
+  and weighted 1/π.  The width is the one the Analysis page will report: the mean width of its λ*
+  interval (the 1/π-weighted argmax on the page's grid, ``AnalysisSettings().grid``, 0..10 in 1,001 λ,
+  refined between grid points, with its percentile bootstrap over the judged dialogues) over simulated
+  studies (:class:`LambdaSimulator`, :func:`lambda_width`), with its Monte-Carlo standard error; there is
+  no closed form.
 
 It refuses designs whose estimate is not identified: fewer than ``MIN_OVERLAP`` dialogues with two or
 more votes, or an ICC whose predicted standard error leaves a non-positive estimate likely
@@ -46,8 +50,8 @@ from typing import Any, cast, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from metrics.adaptive import inclusion_probabilities, lambda_scores
-from metrics.calibrate import refined_argmax
+from metrics.adaptive import SCORE_GRID, inclusion_probabilities, lambda_scores
+from metrics.calibrate import DEFAULT_GRID, IDENTIFIED_SHARE, refined_argmax
 from metrics.correlation import jackknife_variance, leave_one_out_pearson
 
 QUESTIONS = ("comparison", "lambda", "agreement")
@@ -351,6 +355,7 @@ class Design:
     width: float | None
     pool: int
     weighting: str | None = None  # "lambda": the n dialogues by Poisson sampling with π from the λ scores
+    width_se: float | None = None  # the Monte-Carlo standard error of a simulated width (the question 'lambda')
     pi_dialogue: float = field(init=False)
     pi_overlap: float = field(init=False)
 
@@ -464,12 +469,15 @@ def design(
     metric_b: str = "jga",
     k_options: Sequence[int] = K_OVERLAP,
     confidence: float = 0.95,
+    grid: ArrayLike | None = None,
 ) -> Proposal:
     """The design with the narrowest predicted interval for ``budget`` judgements (or the fewest
     judgements whose predicted width is at most ``target_width``), beside uniform k = 3 and the FGA
     study's 11 × 100.  ``r_a``, ``r_b``: prior corrected correlations of the two metrics with the
-    expected rating; ``icc``: a pilot's or prior single-rating ICC(1,1).  ValueError when no identified
-    design fits."""
+    expected rating; ``icc``: a pilot's or prior single-rating ICC(1,1); ``grid``: the question 'lambda''s
+    analysis grid, on which the Analysis page estimates λ* (default ``AnalysisSettings().grid``, 0..10 in
+    1,001 λ; the pool scored there and on ``adaptive.SCORE_GRID``: :data:`DESIGN_GRID`).  ValueError when no
+    identified design fits."""
     if question not in QUESTIONS:
         raise ValueError(_unsupported(question))
     if (budget is None) == (target_width is None):
@@ -477,7 +485,7 @@ def design(
     if not 0 < icc < 1:
         raise ValueError(f"the single-rating ICC must lie in (0, 1), got {icc}")
     if question == "lambda":
-        return _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_options, confidence)
+        return _design_lambda(metric_scores, budget, target_width, icc, r_a, metric_a, k_options, confidence, grid)
     r_ab, pool = pool_correlation(metric_scores, metric_a, metric_b)
     from metrics.planning import check
 
@@ -596,8 +604,41 @@ def _uniform_judgements(
 
 # ---------------------------------------------------------------- the question 'lambda' (λ*)
 
-LAMBDA_REPLICATES = 2000  # simulated studies behind a predicted λ* width
-DESIGN_GRID = tuple(round(float(x), 2) for x in np.linspace(0.05, 2.0, 40))  # the λ grid the app and CLI score a pool on
+LAMBDA_STUDIES = (200, 500)  # simulated studies behind a predicted λ* width: at least, at most
+LAMBDA_SEARCH_STUDIES = (100, 200)  # the same while searching the size that reaches a width
+LAMBDA_PRECISION = 0.025  # more studies (in hundreds) until the predicted width's Monte-Carlo SE is at most this share of it
+LAMBDA_RESAMPLES = 200  # bootstrap resamples in each simulated study (the page draws 1,000: see LambdaSimulator)
+COARSE_STEP = 10  # r(λ) first at every 10th grid point, then at the grid points around the best of those
+
+
+def analysis_grid(spec: Sequence[float] = DEFAULT_GRID) -> np.ndarray:
+    """The grid λ* is estimated on, ``numpy.linspace(START, STOP, NUM)`` of a (START, STOP, NUM) as
+    ``AnalysisSettings.grid`` holds it (default :data:`metrics.calibrate.DEFAULT_GRID`: 0..10, 1,001 λ).
+
+    >>> g = analysis_grid(); (g.size, float(g[0]), float(g[-1]))
+    (1001, 0.0, 10.0)
+    """
+    start, stop, num = spec
+    return np.linspace(float(start), float(stop), int(num))
+
+
+def design_lambdas(grid: ArrayLike | None = None) -> tuple[float, ...]:
+    """The λ a pool is scored on for the question 'lambda': the analysis grid (``grid``, default
+    :func:`analysis_grid`), on which the Analysis page estimates λ* and the designer predicts its interval,
+    and ``metrics.adaptive.SCORE_GRID`` (0.05..2), whose FGA spread gives each dialogue its π; one λ per
+    label ``f"{λ:g}"`` (the columns ``fga_<λ>``), in order.
+
+    >>> lams = design_lambdas([0.0, 1.0, 2.5]); len(lams), lams[:3], lams[-2:]
+    (42, (0.0, 0.05, 0.1), (2.0, 2.5))
+    """
+    chosen = analysis_grid() if grid is None else np.asarray(grid, dtype=float).ravel()
+    out: dict[str, float] = {}
+    for value in np.sort(np.concatenate([chosen, np.asarray(SCORE_GRID)])):
+        out.setdefault(f"{value:g}", float(value))
+    return tuple(out.values())
+
+
+DESIGN_GRID = design_lambdas()  # the λ the app and the CLI score a pool on for the question 'lambda'
 
 
 def nearest_on_grid(lam: float, grid: Sequence[float] = DESIGN_GRID) -> float:
@@ -638,65 +679,283 @@ def fga_grid(metric_scores: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, 
     return grid, values
 
 
-def simulated_lambda_stars(
-    fga: ArrayLike,
-    grid: ArrayLike,
-    lam0: float,
-    rho: float,
-    icc: float,
-    n: int,
-    m: int,
-    k_o: int,
-    *,
-    weighted: bool = False,
-    replicates: int = LAMBDA_REPLICATES,
-    seed: int = 29,
-    chunk: int = 250,
-) -> np.ndarray:
-    """λ̂ (:func:`refined_argmax` of r(FGA_λ, mean rating)) in simulated studies of n pool dialogues drawn
-    at random, m of them with k_o votes, the rest one, under the normal model: the expected rating
-    T = ρ·z(FGA at λ0) + √(1 − ρ²)·noise (so λ* = λ0), each vote T plus rater noise of variance
-    (1 − ICC)/ICC.  ``weighted``: the dialogues by Poisson sampling with π from the λ scores (n expected),
-    each weighted 1/π in a weighted Pearson r (Hájek).  A study is a row of weights over the pool (0: not
-    drawn), so ``chunk`` studies are a few matrix products.  Seeded by the design: the same design gives
-    the same figures."""
-    fga = np.asarray(fga, dtype=float)
-    pool = fga.shape[0]
-    j0 = int(np.argmin(np.abs(np.asarray(grid) - lam0)))
-    z0 = (fga[:, j0] - fga[:, j0].mean()) / fga[:, j0].std()
-    x = fga - fga.mean(axis=0)  # centring once does not change a correlation
-    rng = np.random.default_rng([int(seed), int(n), int(m), int(k_o), int(weighted)])
-    pi = inclusion_probabilities(lambda_scores(fga), expected=n) if weighted else None
-    sigma = math.sqrt((1 - icc) / icc)
-    stars = []
-    for start in range(0, replicates, chunk):
-        b = min(chunk, replicates - start)
-        if weighted:
-            assert pi is not None  # weighted
-            taken = rng.random((b, pool)) < pi
-            w = np.where(taken, 1 / pi, 0.0)
-        else:
-            order = rng.random((b, pool)).argsort(axis=1)
-            taken = np.zeros((b, pool), dtype=bool)
-            np.put_along_axis(taken, order[:, :n], True, axis=1)
-            w = taken.astype(float)
-        keys = np.where(taken, rng.random((b, pool)), np.inf)  # the overlap subset: a random m of those drawn
-        overlap = np.zeros((b, pool), dtype=bool)
-        if m > 0:
-            np.put_along_axis(overlap, np.argsort(keys, axis=1)[:, :m], True, axis=1)
-            overlap &= taken
-        k = np.where(overlap, k_o, 1.0)
-        y = rho * z0 + math.sqrt(1 - rho**2) * rng.normal(size=(b, pool)) + sigma / np.sqrt(k) * rng.normal(size=(b, pool))
-        total = w.sum(axis=1, keepdims=True)
-        mean_x = (w @ x) / total
-        mean_y = (w * y).sum(axis=1, keepdims=True) / total
-        cov = ((w * y) @ x) / total - mean_y * mean_x
-        var_x = (w @ x**2) / total - mean_x**2
-        var_y = (w * y**2).sum(axis=1, keepdims=True) / total - mean_y**2
-        with np.errstate(invalid="ignore", divide="ignore"):
-            curves = cov / np.sqrt(var_x * var_y)
-        stars.append(refined_argmax(curves, grid))
-    return np.concatenate(stars)
+def grid_columns(found: np.ndarray, values: np.ndarray, wanted: ArrayLike, what: str) -> np.ndarray:
+    """The pool's FGA at each λ of ``wanted`` (dialogues × λ) from :func:`fga_grid`'s (sorted λ, values); a
+    column matches a λ up to its label's rounding (``f"{λ:g}"``: six significant digits).  ValueError naming
+    the λ the pool was not scored at."""
+    lams = np.asarray(wanted, dtype=float).ravel()
+    right = np.clip(np.searchsorted(found, lams), 0, found.size - 1)
+    left = np.clip(right - 1, 0, found.size - 1)
+    nearest = np.where(np.abs(found[left] - lams) <= np.abs(found[right] - lams), left, right)
+    missing = lams[np.abs(found[nearest] - lams) > 1e-5 * np.maximum(np.abs(lams), 1e-3)]
+    if missing.size:
+        shown = ", ".join(f"{v:g}" for v in missing[:5]) + (", ..." if missing.size > 5 else "")
+        raise ValueError(
+            f"the question 'lambda' needs the pool's FGA on {what} ({lams.min():g}..{lams.max():g}, {lams.size:,} λ): no "
+            f"column fga_<λ> for {missing.size:,} of them ({shown}); score the pool on metrics.design.design_lambdas() "
+            "(python -m metrics design does, from prediction files)"
+        )
+    return values[:, nearest]
+
+
+def _low_rank(values: np.ndarray, sketch: int = 160) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (D × Λ) as ``left @ right`` (D × q, q × Λ) to rounding, so that a weighted sum over dialogues
+    costs q, not Λ, per resample.  A pool's FGA over a λ grid has a small rank (a dialogue's FGA(λ) is a sum of
+    1 − e^{−λx} over its few distinct type-2 distances x: 24 for the bench's pool on 1,001 λ; its square 35):
+    a randomised range finder (Halko, Martinsson & Tropp 2011) finds it, and the factors are kept only when they
+    give ``values`` back to 1e-10 of its largest entry; otherwise ``values`` and the identity (the same numbers,
+    no saving)."""
+    dialogues, size = values.shape
+    if min(dialogues, size) <= sketch:
+        return values, np.eye(size)
+    basis, _ = np.linalg.qr(values @ np.random.default_rng(0).normal(size=(size, sketch)))
+    u, s, vt = np.linalg.svd(basis.T @ values, full_matrices=False)
+    keep = s > 1e-13 * s[0]
+    left, right = basis @ (u[:, keep] * s[keep]), vt[keep]
+    if keep.sum() >= sketch - 8 or np.abs(values - left @ right).max() > 1e-10 * max(float(np.abs(values).max()), 1e-300):
+        return values, np.eye(size)
+    return left, right
+
+
+@dataclass(frozen=True)
+class LambdaWidth:
+    """λ*'s interval in simulated studies of one design, as the Analysis page reports it: ``mean`` (the
+    predicted width) with its Monte-Carlo standard error ``se``, the ``median`` width, ``wide``: the share of
+    studies whose interval spans more than half the grid (λ* not identified there), ``studies`` with an
+    interval, and ``median_lambda``, the median estimate."""
+
+    mean: float
+    se: float
+    median: float
+    wide: float
+    studies: int
+    median_lambda: float
+
+
+class LambdaSimulator:
+    """λ* and its interval as the Analysis page computes them for a designed study
+    (``metrics.analysis.design_summary`` → ``metrics.adaptive.lambda_star(refine=True)``), in simulated
+    studies of a pool: the grid argmax of the 1/π-weighted r(FGA_λ, dialogue mean rating) over ``grid``,
+    refined between grid points (``metrics.calibrate.refined_argmax``), and the percentile interval of that
+    refit over bootstrap resamples of the judged dialogues, weights kept with them; with equal weights this
+    is ``metrics.calibrate.calibrate``'s λ* and percentile interval (refined by a parabola there, by Brent's
+    method here: the same λ to 1e-3 on the 0..10 grid).
+
+    A study draws n pool dialogues at random (or by Poisson sampling with π from the λ ``scores``, each
+    weighted 1/π: the designer's λ design), gives a random m of those drawn k_o votes and the rest one, under
+    the normal model: the expected rating T = ρ·z(FGA at λ0) + √(1 − ρ²)·noise (so λ* = λ0 for the pool),
+    each vote T plus rater noise of variance (1 − ICC)/ICC.  Each study and resample is a row of dialogue
+    weights; r(λ) comes from weighted sums of the pool's FGA and its square, low-rank over the grid
+    (:func:`_low_rank`), first at every ``COARSE_STEP``-th grid point, then at every point within one coarse
+    step of the best (the whole grid where that best sits at the window's edge), so that the argmax is the
+    grid's own unless r(λ) has two separate maxima within rounding of each other."""
+
+    def __init__(self, fga: ArrayLike, grid: ArrayLike, lam0: float, scores: ArrayLike | None = None):
+        self.fga = np.asarray(fga, dtype=float)
+        self.grid = np.asarray(grid, dtype=float)
+        if self.fga.ndim != 2 or self.fga.shape[1] != self.grid.size or self.grid.size < 3:
+            raise ValueError("FGA needs a column per λ of a grid of 3 or more λ")
+        column = self.fga[:, int(np.argmin(np.abs(self.grid - lam0)))]
+        self.z0 = (column - column.mean()) / column.std()
+        centred = self.fga - self.fga.mean(axis=0)  # a correlation does not see the shift; the sums stay small
+        self.left, self.right = _low_rank(centred)
+        self.left2, self.right2 = _low_rank(centred**2)
+        self.scores = None if scores is None else np.asarray(scores, dtype=float)
+        self.coarse = np.unique(np.append(np.arange(0, self.grid.size, COARSE_STEP), self.grid.size - 1))
+
+    def _score(self, sums: tuple[np.ndarray, ...], columns: np.ndarray | slice) -> np.ndarray:
+        """r at the grid points ``columns`` for every curve, from each curve's sums, up to a positive factor per
+        curve (1/√ of the ratings' weighted variance), which moves neither the argmax nor the parabola's
+        vertex; NaN where r is undefined (FGA or the ratings constant in the curve's dialogues)."""
+        total, sy, syy, p1, q1, p2 = sums
+        right, right2 = self.right[:, columns], self.right2[:, columns]
+        t = total[:, None]
+        sx = p1 @ right
+        score = q1 @ right
+        score *= t
+        score -= sx * sy[:, None]
+        spread = p2 @ right2  # Σ w (x − c)², then the weighted variance of x times total²
+        valid = spread > 0
+        spread *= t
+        limit = spread * 1e-12
+        np.multiply(sx, sx, out=sx)
+        spread -= sx
+        valid &= spread > limit
+        valid &= ((total * syy - sy * sy) > 1e-12 * np.maximum(total * syy, 1e-300))[:, None]  # the ratings vary
+        np.sqrt(spread, out=spread, where=valid)
+        np.divide(score, spread, out=score, where=valid)
+        score[~valid] = np.nan
+        return cast(np.ndarray, score)
+
+    def _window(self, sums: tuple[np.ndarray, ...], start: np.ndarray, span: int) -> np.ndarray:
+        """:meth:`_score` at the ``span`` grid points from each curve's ``start``, the curves that share a
+        start together."""
+        out = np.empty((start.size, span))
+        order = np.argsort(start, kind="stable")
+        firsts, at = np.unique(start[order], return_index=True)
+        for first, lo, hi in zip(firsts.tolist(), at.tolist(), [*at[1:].tolist(), start.size], strict=True):
+            rows = order[lo:hi]
+            out[rows] = self._score(tuple(part[rows] for part in sums), slice(first, first + span))
+        return out
+
+    def _refined(self, sums: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Each curve's λ*, as ``refined_argmax`` of its r over the whole grid gives it."""
+        size = self.grid.size
+        coarse = self._score(sums, self.coarse)
+        empty = ~np.isfinite(coarse).any(axis=1)
+        centre = self.coarse[np.argmax(np.where(np.isfinite(coarse), coarse, -np.inf), axis=1)]
+        span = min(2 * COARSE_STEP + 1, size)
+        start = np.clip(centre - COARSE_STEP, 0, size - span)
+        window = self._window(sums, start, span)
+        at = np.argmax(np.where(np.isfinite(window), window, -np.inf), axis=1)
+        best = start + at
+        edge = ((at == 0) & (best > 0)) | ((at == span - 1) & (best < size - 1))  # the maximum may lie beyond
+        inner = np.clip(best, 1, size - 2)
+        c0, c1, c2 = (
+            np.take_along_axis(window, (inner - start + d).clip(0, span - 1)[:, None], axis=1)[:, 0] for d in (-1, 0, 1)
+        )
+        x0, x1, x2 = self.grid[inner - 1], self.grid[inner], self.grid[inner + 1]
+        with np.errstate(invalid="ignore", divide="ignore"):  # refined_argmax's parabola, on the same three points
+            num = (x1 - x0) ** 2 * (c1 - c2) - (x1 - x2) ** 2 * (c1 - c0)
+            den = (x1 - x0) * (c1 - c2) - (x1 - x2) * (c1 - c0)
+            vertex = np.clip(x1 - 0.5 * num / den, x0, x2)
+        at_end = (best == 0) | (best == size - 1) | ~np.isfinite(vertex) | (den <= 0)
+        out = np.where(empty, np.nan, np.where(at_end, self.grid[best], vertex))
+        rows = np.flatnonzero(edge & ~empty)
+        if rows.size:
+            picked = tuple(part[rows] for part in sums)
+            out[rows] = refined_argmax(self._score(picked, slice(None)), self.grid)
+        return out
+
+    def intervals(
+        self,
+        rho: float,
+        icc: float,
+        n: int,
+        m: int,
+        k_o: int,
+        *,
+        weighted: bool = False,
+        confidence: float = 0.95,
+        studies: int = LAMBDA_STUDIES[0],
+        resamples: int = LAMBDA_RESAMPLES,
+        seed: int = 29,
+        chunk: int | None = None,
+    ) -> np.ndarray:
+        """Studies × (λ̂, low, high): each simulated study's estimate and percentile interval (NaN: none, as
+        the page gives none for fewer than 3 judged dialogues or no defined r).  ``chunk`` studies at a time
+        (default: about 600,000 dialogue draws a chunk, which stay in cache),
+        each a block of dialogue weights (the study's, then its resamples') over its judged dialogues.  Seeded
+        by the design: the same design gives the same figures."""
+        if weighted and self.scores is None:
+            raise ValueError("a weighted design needs the dialogues' λ scores")
+        pool = self.fga.shape[0]
+        rng = np.random.default_rng([int(seed), int(n), int(m), int(k_o), int(weighted)])
+        resampling = np.random.default_rng([int(seed), int(n), int(m), int(k_o), int(weighted), 1])  # the bootstraps' own
+        pi = inclusion_probabilities(cast(np.ndarray, self.scores), expected=n) if weighted else np.full(pool, 1.0)
+        sigma, spread = math.sqrt((1 - icc) / icc), math.sqrt(1 - rho**2)
+        tail = (1 - confidence) / 2 * 100
+        out = np.full((studies, 3), np.nan)
+        if chunk is None:
+            chunk = int(min(max(600_000 // (resamples * max(n, 1)), 4), 40))
+        for first in range(0, studies, chunk):
+            s = min(chunk, studies - first)
+            if weighted:  # Poisson sampling with π
+                taken = rng.random((s, pool)) < pi[None, :]
+            else:  # n at random
+                taken = np.zeros((s, pool), dtype=bool)
+                np.put_along_axis(taken, rng.random((s, pool)).argsort(axis=1)[:, : min(n, pool)], True, axis=1)
+            sizes = taken.sum(axis=1)
+            width = max(int(sizes.max()), 1)
+            rows = np.argsort(~taken, axis=1, kind="stable")[:, :width]  # each study's judged dialogues first
+            judged = np.arange(width)[None, :] < sizes[:, None]
+            keys = np.where(judged, rng.random((s, width)), np.inf)  # the overlap subset: a random m of them
+            overlap = np.zeros((s, width), dtype=bool)
+            if m > 0:
+                np.put_along_axis(overlap, keys.argsort(axis=1)[:, : min(m, width)], True, axis=1)
+            k = np.where(overlap & judged, k_o, 1.0)
+            y = rho * self.z0[rows] + spread * rng.normal(size=(s, width)) + sigma / np.sqrt(k) * rng.normal(size=(s, width))
+            w = np.where(judged, 1 / pi[rows], 0.0)
+            wy = w * y
+            # per judged dialogue, what each curve sums: its weight, weight × rating, × rating², and × the
+            # low-rank FGA and FGA² (so a curve's sums are one product with its dialogue counts)
+            parts = np.concatenate(
+                [
+                    w[..., None],
+                    wy[..., None],
+                    (wy * y)[..., None],
+                    w[..., None] * self.left[rows],
+                    wy[..., None] * self.left[rows],
+                ]
+                + [w[..., None] * self.left2[rows]],
+                axis=2,
+            )
+            # the bootstrap: each resample draws its study's judged dialogues with replacement; a study's
+            # positions past its own judged dialogues fall in a spare bin
+            scaled = resampling.random((s, resamples, width), dtype=np.float32) * sizes[:, None, None].astype(np.float32)
+            draws = np.minimum(scaled.astype(np.int64), width - 1)
+            for index in np.flatnonzero(sizes < width):
+                draws[index, :, sizes[index] :] = width
+            draws += (np.arange(s * resamples) * (width + 1)).reshape(s, resamples, 1)
+            counts = np.bincount(draws.ravel(), minlength=s * resamples * (width + 1)).reshape(s, resamples, width + 1)
+            summed = np.concatenate([parts.sum(axis=1)[:, None, :], np.matmul(counts[..., :width].astype(float), parts)], axis=1)
+            curves = s * (resamples + 1)
+            summed = summed.reshape(curves, parts.shape[2])
+            k1 = self.left.shape[1]
+            head, p1, q1, p2 = summed[:, :3], summed[:, 3 : 3 + k1], summed[:, 3 + k1 : 3 + 2 * k1], summed[:, 3 + 2 * k1 :]
+            sums = (head[:, 0], head[:, 1], head[:, 2], p1, q1, p2)
+            stars = self._refined(sums).reshape(s, resamples + 1)
+            boot = stars[:, 1:]
+            block = out[first : first + s]
+            block[:, 0] = np.where(sizes >= 3, stars[:, 0], np.nan)
+            has = np.isfinite(stars[:, 0]) & np.isfinite(boot).any(axis=1) & (sizes >= 3)
+            whole = has & np.isfinite(boot).all(axis=1)
+            for chosen, quantile in ((whole, np.percentile), (has & ~whole, np.nanpercentile)):
+                if chosen.any():
+                    block[chosen, 1], block[chosen, 2] = quantile(boot[chosen], [tail, 100 - tail], axis=1)
+        return out
+
+    def width(
+        self,
+        rho: float,
+        icc: float,
+        n: int,
+        m: int,
+        k_o: int,
+        *,
+        studies: tuple[int, int] = LAMBDA_STUDIES,
+        precision: float = LAMBDA_PRECISION,
+        seed: int = 29,
+        **options: Any,
+    ) -> LambdaWidth:
+        """The width of λ*'s interval over simulated studies (:meth:`intervals`, same options): ``studies[0]``,
+        then a hundred more at a time (each hundred seeded on its own) until the mean width's Monte-Carlo SE is at
+        most ``precision`` of it or ``studies[1]`` are done."""
+        least, most = studies
+        found = self.intervals(rho, icc, n, m, k_o, studies=least, seed=seed, **options)
+        batch = 0
+        while True:
+            widths = (found[:, 2] - found[:, 1])[np.isfinite(found[:, 1])]
+            if widths.size >= 2 and widths.std(ddof=1) / math.sqrt(widths.size) <= precision * widths.mean():
+                break
+            if found.shape[0] >= most:
+                break
+            batch += 1
+            more = self.intervals(
+                rho, icc, n, m, k_o, studies=min(100, most - found.shape[0]), seed=seed + 7919 * batch, **options
+            )
+            found = np.vstack([found, more])
+        if widths.size < 2:
+            raise ValueError(f"no λ* interval in the simulated studies of {n} dialogues")
+        half = (self.grid[-1] - self.grid[0]) / 2
+        return LambdaWidth(
+            mean=float(widths.mean()),
+            se=float(widths.std(ddof=1) / math.sqrt(widths.size)),
+            median=float(np.median(widths)),
+            wide=float(np.mean(widths > half)),
+            studies=int(widths.size),
+            median_lambda=float(np.nanmedian(found[:, 0])),
+        )
 
 
 def lambda_width(
@@ -709,33 +968,62 @@ def lambda_width(
     m: int,
     k_o: int,
     *,
-    weighted: bool = False,
+    scores: ArrayLike | None = None,
     confidence: float = 0.95,
-    replicates: int = LAMBDA_REPLICATES,
-) -> float:
-    """Predicted width of λ*'s interval: the central ``confidence`` range of :func:`simulated_lambda_stars`."""
-    stars = simulated_lambda_stars(fga, grid, lam0, rho, icc, n, m, k_o, weighted=weighted, replicates=replicates)
-    low, high = np.quantile(stars, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return float(high - low)
+    studies: tuple[int, int] = LAMBDA_STUDIES,
+) -> LambdaWidth:
+    """Predicted width of λ*'s interval (:class:`LambdaSimulator`): the mean width of the interval the
+    Analysis page reports, over simulated studies of n dialogues, m of them with k_o votes; ``scores`` (the
+    dialogues' λ scores) given: drawn with π from them and weighted 1/π."""
+    simulator = LambdaSimulator(fga, grid, lam0, scores)
+    return simulator.width(rho, icc, n, m, k_o, weighted=scores is not None, confidence=confidence, studies=studies)
 
 
-def _reach(width_of: Callable[[int], float], target: float, *, start: int, low: int, high: int, rounds: int = 8) -> int | None:
-    """The smallest n in [low, high] whose (simulated) width is at most ``target``, found by the 1/√n law
-    from ``start`` and checked by simulation at each step; None when even ``high`` is wider."""
-    n, best = int(start), None
-    for _ in range(rounds):
-        w = width_of(n)
-        if w <= target:
-            best = n if best is None else min(best, n)
-            guess = max(low, math.ceil(n * (w / target) ** 2))
-            if guess >= n or best - guess < max(2, 0.02 * best):
-                break
-            n = guess
+def _reach(
+    width_of: Callable[[int], float], target: float, *, start: int, low: int, high: int, evaluations: int = 7, ratio: float = 1.08
+) -> tuple[int | None, float | None]:
+    """The n in [low, high] whose simulated width is ``target``: (the smallest n simulated whose width is at most
+    ``target``, None when even ``high`` is wider; the n interpolated on log n against log width between the two
+    simulated sizes that bracket ``target``, None without a bracket).  From ``start``, steps of × 1.6 until the
+    target is bracketed, then the log-log secant inside the bracket until its ends are within ``ratio`` of each
+    other; ``evaluations`` simulations at most.  The width need not shrink as 1/√n (λ*'s does not: the share of
+    intervals that run to the grid's end falls faster), only fall with n."""
+    seen: dict[int, float] = {}
+
+    def at(n: int) -> float:
+        if n not in seen:
+            seen[n] = width_of(n)
+        return seen[n]
+
+    n = int(min(max(start, low), high))
+    narrow: int | None = None  # the smallest n known to reach the target
+    wide: int | None = None  # the largest n below it known not to
+    while len(seen) < evaluations:
+        if at(n) <= target:
+            narrow = n if narrow is None else min(narrow, n)
         else:
+            wide = n if wide is None else max(wide, n)
+        if narrow is not None and wide is not None and wide < narrow:
+            if narrow / wide <= ratio or narrow - wide <= 1:
+                break
+            lo, hi = math.log(wide), math.log(narrow)
+            w_lo, w_hi = math.log(max(seen[wide], 1e-12)), math.log(max(seen[narrow], 1e-12))
+            share = (w_lo - math.log(target)) / (w_lo - w_hi) if w_lo > w_hi else 0.5
+            n = int(round(math.exp(lo + min(max(share, 0.2), 0.8) * (hi - lo))))
+            n = min(max(n, wide + 1), narrow - 1)
+        elif narrow is None:
             if n >= high:
                 break
-            n = min(high, max(n + 1, math.ceil(n * (w / target) ** 2 * 1.02)))
-    return best
+            n = min(high, max(n + 1, math.ceil(n * 1.6)))
+        else:
+            if n <= low:
+                break
+            n = max(low, min(n - 1, math.floor(n / 1.6)))
+    if narrow is None or wide is None or wide > narrow:
+        return narrow, None
+    lo, hi, w_lo, w_hi = math.log(wide), math.log(narrow), math.log(max(seen[wide], 1e-12)), math.log(max(seen[narrow], 1e-12))
+    share = (w_lo - math.log(target)) / (w_lo - w_hi) if w_lo > w_hi else 1.0
+    return narrow, math.exp(lo + min(max(share, 0.0), 1.0) * (hi - lo))
 
 
 def _n_reliability(icc: float, n: np.ndarray, m: np.ndarray, k_o: int) -> np.ndarray:
@@ -753,28 +1041,36 @@ def _design_lambda(
     metric_a: str,
     k_options: Sequence[int],
     confidence: float,
+    grid: ArrayLike | None,
 ) -> Proposal:
     """λ*: the argmax of r(FGA_λ, rating) is not moved by the common factor √R, so no correction enters and
     the most dialogues win (width ∝ 1/√(nR), nR = n·ICC/(ICC + (1 − ICC)·mean(1/k)), largest at k = 1);
     an overlap subset, the smallest identified one, is kept so that agreement and the human ceiling stay
     estimable.  The dialogues are drawn with π from how much their FGA moves with λ
-    (``metrics.adaptive.lambda_scores``; Poisson sampling, n expected) and weighted 1/π, as the adaptive
-    design of issue 17 does.  Widths are simulated (:func:`lambda_width`) at the chosen design and the
-    references; the judgements uniform k = 3 needs for the proposal's width follow from its simulated
-    width by width ∝ 1/√n."""
-    grid, fga = fga_grid(metric_scores)
+    (``metrics.adaptive.lambda_scores`` over ``SCORE_GRID``, as the store draws them; Poisson sampling, n
+    expected) and weighted 1/π, as the adaptive design of issue 17 does.
+
+    Every width is the one the Analysis page will report: the mean width of its λ* interval (on ``grid``, the
+    study's analysis grid, default ``AnalysisSettings().grid``) over simulated studies
+    (:class:`LambdaSimulator`), at the chosen design and the references; the judgements uniform k = 3 needs
+    for the proposal's width are found by simulating uniform k = 3 at other sizes (that mean width does not
+    shrink as 1/√n: a share of the studies' intervals run to the grid's end, and that share falls faster)."""
+    found, values = fga_grid(metric_scores)
+    lams = analysis_grid() if grid is None else np.asarray(grid, dtype=float).ravel()
+    fga = grid_columns(found, values, lams, "the analysis grid")
+    scores = lambda_scores(grid_columns(found, values, SCORE_GRID, "the λ scores' grid"))
     try:
         lam0 = float(metric_a[4:]) if metric_a.startswith("fga_") else 0.5
     except ValueError:
         lam0 = 0.5
-    if not grid[0] <= lam0 <= grid[-1]:
-        raise ValueError(f"the prior λ {lam0:g} lies outside the pool's grid {grid[0]:g}..{grid[-1]:g}")
+    if not lams[0] <= lam0 <= lams[-1]:
+        raise ValueError(f"the prior λ {lam0:g} lies outside the analysis grid {lams[0]:g}..{lams[-1]:g}")
     if not 0 < r_a < 1:
         raise ValueError(f"the prior r(FGA, expected rating) must lie in (0, 1), got {r_a}")
     pool = fga.shape[0]
-    j0 = int(np.argmin(np.abs(grid - lam0)))
+    j0 = int(np.argmin(np.abs(lams - lam0)))
     if np.ptp(fga[:, j0]) == 0:
-        raise ValueError(f"FGA at λ {grid[j0]:g} is the same on every pool dialogue: nothing to correlate with")
+        raise ValueError(f"FGA at λ {lams[j0]:g} is the same on every pool dialogue: nothing to correlate with")
     best: tuple[Any, int, int, int] | None = None  # (key, n, m, k_o)
     for k_o in k_options:
         ms = np.arange(MIN_OVERLAP, pool + 1)
@@ -805,8 +1101,25 @@ def _design_lambda(
     if best is None:
         raise _no_design(budget, target_width, pool, icc)
 
+    simulator = LambdaSimulator(fga, lams, lam0, scores)
+    simulated: dict[tuple[int, int, int, bool, bool], LambdaWidth] = {}
+
+    def predicted(n: int, m: int, k_o: int, weighted: bool = False, search: bool = False) -> LambdaWidth:
+        """The width at a design: while searching a size, fewer studies (``LAMBDA_SEARCH_STUDIES``)."""
+        key = (n, m, k_o, weighted, search)
+        if key not in simulated:
+            studies = LAMBDA_SEARCH_STUDIES if search else LAMBDA_STUDIES
+            simulated[key] = simulator.width(
+                r_a, icc, n, m, k_o, weighted=weighted, confidence=confidence, studies=studies, precision=LAMBDA_PRECISION
+            )
+        return simulated[key]
+
     def width(n: int, m: int, k_o: int, weighted: bool = False) -> float:
-        return lambda_width(fga, grid, lam0, r_a, icc, n, m, k_o, weighted=weighted, confidence=confidence)
+        return predicted(n, m, k_o, weighted, search=True).mean
+
+    def design_of(label: str, n: int, m: int, k_o: int, weighted: bool = False) -> Design:
+        found = predicted(n, m, k_o, weighted)
+        return Design(label, n, m, k_o, n + m * (k_o - 1), found.mean, pool, "lambda" if weighted else None, found.se)
 
     if budget is None:  # the fewest dialogues whose simulated width reaches the target (width ∝ 1/√n, then checked)
         assert target_width is not None  # design(): a budget or a target width
@@ -814,42 +1127,61 @@ def _design_lambda(
         m = _min_overlap(icc, k_o)
         if m < 0 or m > pool:
             raise ValueError(f"no identified overlap subset within the pool of {pool} dialogues at ICC {icc}")
-        n = _reach(lambda size: width(size, m, k_o, True), target_width, start=max(m, min(pool, 300)), low=m, high=pool)
+        n, _ = _reach(lambda size: width(size, m, k_o, True), target_width, start=max(m, min(pool, 300)), low=m, high=pool)
         if n is None:
             raise ValueError(
                 f"no design on a pool of {pool} dialogues reaches a λ* width of {target_width} at ICC {icc} "
                 f"(all {pool} judged: about {width(pool, m, k_o, True):.3f})"
             )
-        n3 = _reach(lambda size: width(size, size, 3), target_width, start=min(pool, 300), low=MIN_OVERLAP, high=pool)
+        n3, _ = _reach(lambda size: width(size, size, 3), target_width, start=min(pool, 300), low=MIN_OVERLAP, high=pool)
     else:
         _, n, m, k_o = best
         n3 = min(budget // 3, pool)
-    proposal = Design("designer", n, m, k_o, n + m * (k_o - 1), width(n, m, k_o, True), pool, "lambda")
-    assert proposal.width is not None  # width() is a float
+    proposal = design_of("designer", n, m, k_o, weighted=True)
+    assert proposal.width is not None  # a simulated width
+    reached = proposal.width
+    for _ in range(4):  # a target: the searched size checked with the proposal's own (larger) simulation
+        if target_width is None or reached <= target_width or n >= pool:
+            break
+        n = min(pool, max(n + 1, math.ceil(n * (reached / target_width) ** 2)))
+        proposal = design_of("designer", n, m, k_o, weighted=True)
+        reached = predicted(n, m, k_o, True).mean
+    span = float(lams[-1] - lams[0])
+    mine = predicted(n, m, k_o, True)  # the proposal's
+    pinned = mine.median < IDENTIFIED_SHARE * span  # else most studies' intervals span most of the grid: no width to compare
     uniform = None
     uniform_needed = None
     if n3 is not None and n3 >= MIN_OVERLAP:
-        uniform = Design("uniform k = 3", n3, n3, 3, 3 * n3, width(n3, n3, 3), pool)
-        assert uniform.width is not None  # width() is a float
-        same = math.ceil(n3 * (uniform.width / proposal.width) ** 2) if proposal.width > 0 else None
-        uniform_needed = 3 * same if same is not None and same <= pool else None
+        uniform = design_of("uniform k = 3", n3, n3, 3)
+        assert uniform.width is not None  # a simulated width
+    if uniform is not None and uniform.width is not None and pinned:
+        guess = max(MIN_OVERLAP, math.ceil(uniform.n * (uniform.width / reached) ** 2)) if reached > 0 else pool
+        _, same = _reach(lambda size: width(size, size, 3), reached, start=min(guess, pool), low=MIN_OVERLAP, high=pool)
+        uniform_needed = 3 * math.ceil(same) if same is not None else None
     n11 = min(100, pool)
-    fga11 = Design("FGA study 11 x 100", n11, n11, 11, 11 * n11, width(n11, n11, 11), pool) if n11 >= MIN_OVERLAP else None
-    span = float(grid[-1] - grid[0])
+    fga11 = design_of("FGA study 11 x 100", n11, n11, 11) if n11 >= MIN_OVERLAP else None
     unpinned = []
-    if proposal.width >= 0.9 * span:  # the estimates spread over the grid: no width to compare
-        uniform_needed = None
+    if not pinned:
         unpinned.append(
-            f"λ* is not pinned down by this design: its predicted 95% interval spans {proposal.width:.2f} of the grid's "
-            f"{span:.2f} (λ {grid[0]:g}..{grid[-1]:g}); it needs more dialogues or a stronger prior r"
+            f"λ* is not pinned down by this design: the Analysis page's 95% interval would span more than half the grid "
+            f"(λ {lams[0]:g}..{lams[-1]:g}) in {mine.wide:.0%} of simulated studies (median width {mine.median:.2f}); it "
+            "needs more dialogues or a stronger prior r"
+        )
+    elif mine.wide >= 0.01:
+        unpinned.append(
+            f"in {mine.wide:.0%} of simulated studies the Analysis page's 95% interval spans more than half the grid "
+            f"(λ {lams[0]:g}..{lams[-1]:g}): the predicted (mean) width {mine.mean:.2f} is above the median {mine.median:.2f}"
         )
     notes = (
         *unpinned,
         f"r_a: prior corrected r(FGA at λ {lam0:g}, expected rating) = {r_a:g}; λ* is not moved by the correction",
         "the dialogues drawn with π from how much their FGA moves with λ (Poisson sampling: n and the judgements "
         "are expected numbers, the draw records the realised ones), each weighted 1/π: λ* is for the whole pool",
-        f"λ* widths simulated (normal model, {LAMBDA_REPLICATES:,} studies, λ* refined between grid points); uniform's "
-        "judgements for the same width by width ∝ 1/√n",
+        f"widths predicted for the interval the Analysis page reports: λ* the 1/π-weighted argmax of r(FGA_λ, mean "
+        f"rating) on its grid λ {lams[0]:g}..{lams[-1]:g} ({lams.size:,} λ), refined between grid points, with a "
+        f"percentile bootstrap over the judged dialogues; the mean width over {mine.studies:,} simulated studies "
+        f"(normal model, {LAMBDA_RESAMPLES} resamples each; Monte-Carlo SE {mine.se:.3f})",
+        "uniform k = 3's judgements for the same width: uniform k = 3 simulated at other sizes",
         "the overlap subset (the smallest whose ICC is identified) keeps agreement and the human ceiling estimable, "
         "for the dialogues drawn (they lean to those whose FGA moves with λ), not for the pool",
     )

@@ -323,9 +323,10 @@ def design_proposal(
     """The designer's proposal for the study's pool (``metrics.design.design``, issue 29), scored on the
     study's dialogues (its first system), for a budget or a target width at a pilot's or prior
     single-rating ICC; with uniform k = 3 and the FGA study's 11 × 100 beside it.  ``question``
-    ``comparison``: FGA at ``lam`` against JGA; ``lambda``: λ* over ``metrics.design.DESIGN_GRID`` with
-    ``lam`` the prior best λ (``r_a`` its prior corrected r).  ValueError (the designer's reason) when no
-    identified design fits."""
+    ``comparison``: FGA at ``lam`` against JGA; ``lambda``: λ* with ``lam`` the prior best λ (``r_a`` its prior
+    corrected r), its width predicted for the interval the study's Analysis page will report, on the study's own
+    analysis grid (its settings' λ grid; the pool scored there and on the λ scores' grid,
+    ``metrics.design.design_lambdas``).  ValueError (the designer's reason) when no identified design fits."""
     from annotate.analysis import reports
     from metrics.analysis import per_dialogue_metrics
     from metrics.corpus import ScoreSettings
@@ -337,12 +338,15 @@ def design_proposal(
         raise StudyError("the designer needs metric scores: a dialogue satisfaction study")
     dialogues = next(iter(data.dialogues.values()))
     if question == "lambda":
-        from metrics.design import DESIGN_GRID, nearest_on_grid
+        from metrics.design import analysis_grid, design_lambdas, nearest_on_grid
 
-        grid = DESIGN_GRID
-        _, values = per_dialogue_metrics(dialogues, ScoreSettings(lambdas=grid, lambda_labels=tuple(f"{v:g}" for v in grid)))
-        scores = {f"fga_{v:g}": values[f"fga_{v:g}"] for v in grid}
-        return design(question, scores, budget, target_width, icc=icc, r_a=r_a, metric_a=f"fga_{nearest_on_grid(lam):g}")
+        grid = analysis_grid(study_settings(engine, user, study_id).grid)  # where the study's Analysis page estimates λ*
+        lambdas = design_lambdas(grid)
+        labels = tuple(f"{v:g}" for v in lambdas)
+        _, values = per_dialogue_metrics(dialogues, ScoreSettings(lambdas=lambdas, lambda_labels=labels))
+        scores = {f"fga_{v:g}": values[f"fga_{v:g}"] for v in lambdas}
+        prior = f"fga_{nearest_on_grid(lam, lambdas):g}"
+        return design(question, scores, budget, target_width, icc=icc, r_a=r_a, metric_a=prior, grid=grid)
     label = f"{lam:g}"
     _, values = per_dialogue_metrics(dialogues, ScoreSettings(lambdas=(lam,), lambda_labels=(label,)))
     scores = {"fga": values[f"fga_{label}"], "jga": values["jga"]}
