@@ -332,7 +332,8 @@ class Interval:
 def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval | None:
     """The study's main question in its analysis, as the Analysis page shows it; None until there is
     a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
-    r(JGA) with its bootstrap interval, or λ*); a uniform one: the difference between metrics (the
+    r(JGA) with its bootstrap interval, or λ*); a designed λ study: the design table's λ* (weighted 1/π,
+    the interval the designer predicted); a uniform one: the difference between metrics (the
     jackknife-t interval of z_A − z_B) or the λ calibration (bootstrap interval of λ*).
 
     The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
@@ -342,10 +343,11 @@ def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval |
     calibration = Calibration.from_dict(analysis.get("calibration") or {})
     correlation = CorrelationReport.from_dict(analysis.get("correlation") or {})
     label = f"fga_{float(chosen.lam):g}"
+    if chosen.question == "lambda" and weighted.design in ("adaptive", "designed"):
+        # λ* weighted 1/π, as the design table answers it (and the designer predicted its width): for the pool
+        found = weighted.lam
+        return None if found is None else _closed(found.lambda_star, found.ci)
     if weighted.design == "adaptive":
-        if chosen.question == "lambda":
-            found = weighted.lam
-            return None if found is None else _closed(found.lambda_star, found.ci)
         pairs = weighted.differences
     elif chosen.question == "lambda":
         return _closed(calibration.best_lambda, calibration.ci_lambda)

@@ -428,3 +428,20 @@ def test_a_lambda_pool_with_a_missing_or_repeated_value_is_refused():
     with pytest.raises(ValueError, match="FGA at λ 0.5 is the same on every pool dialogue"):
         dz.design("lambda", flat, budget=900, icc=0.5, r_a=0.8)
     assert np.isnan(refined_argmax(np.full(4, np.nan), np.arange(4.0)))  # no correlation at any λ: no λ*
+
+
+def test_a_lambda_designed_studys_main_question_is_the_weighted_lambda_the_designer_predicted():
+    """The Progress line's main question of a λ-designed study is the design table's λ* (1/π-weighted, the
+    interval whose width the designer predicted), not the unweighted calibration beside it."""
+    from annotate.analysis.reports import main_question
+
+    allocation = {"policy": "designed", "question": "lambda", "lambda": 0.5, "budget": 300}
+    analysis = {
+        "design": {"design": "designed", "allocation": allocation, "lambda": {"lambda_star": 0.62, "ci": [0.41, 1.3]}},
+        "calibration": {"best_lambda": 0.9, "ci_lambda": [0.2, 4.0]},
+    }
+    found = main_question(allocation, analysis)
+    assert (found.estimate, found.low, found.high) == (0.62, 0.41, 1.3)
+    uniform = {"policy": "uniform", "question": "lambda", "lambda": 0.5}
+    found = main_question(uniform, {**analysis, "design": {"design": "uniform"}})
+    assert (found.estimate, found.low, found.high) == (0.9, 0.2, 4.0)  # a uniform study: the calibration
