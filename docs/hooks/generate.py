@@ -12,6 +12,7 @@ A page asks for a generated part with a comment on a line of its own::
     <!-- generate: bench-rest -->          every docs/benchmarks/*.json no "bench" comment of the site names
     <!-- generate: coverage EST,EST... --> coverage tables of docs/benchmarks/coverage.json for those estimates
     <!-- generate: systems -->             the system-level simulation, docs/benchmarks/systems.json
+    <!-- generate: designer -->            the λ designer's predictions vs measurements, docs/benchmarks/designer-lambda.json
     <!-- generate: include PATH -->        a file of the repository (its first heading left out)
 
 Nothing here is typed by hand: a changed parser, route, setting or bench run changes the page at the
@@ -387,7 +388,7 @@ def bench(name: str) -> str:
 
 def bench_rest(_: str) -> str:
     """Every recorded run that no page of the site asks for by name (a new bench's JSON shows up here)."""
-    named = {"coverage", "systems"}
+    named = {"coverage", "systems", "designer-lambda"}
     for page in (REPO / "docs").rglob("*.md"):
         for found in COMMENT.finditer(page.read_text(encoding="utf-8")):
             if found.group(1) == "bench":
@@ -501,6 +502,91 @@ def systems(_: str) -> str:
     return head + "\n\n" + table(header, body)
 
 
+def designer(_: str) -> str:
+    """The λ designer's predictions against the interval the Analysis page reports (``bench_adaptive --seeds
+    --questions lambda``, docs/benchmarks/designer-lambda.json): per seed and rating scale, the predicted and
+    measured mean widths at the whole budget, the savings the designer promises and the one measured, with
+    Monte-Carlo SEs; then the widths at every share of the budget."""
+    path = _bench_file("designer-lambda")
+    command = "python -m bench.bench_adaptive --seeds 3 --replicates 150 --resamples 1000 --questions lambda --json"
+    if not path.exists():
+        return (
+            "No recorded run in `docs/benchmarks/designer-lambda.json` yet. To record one: "
+            f"`python docs/hooks/record_bench.py designer-lambda -- {command}`."
+        )
+    data = json.loads(path.read_text(encoding="utf-8"))
+    result = data.get("result", data)
+    names = {"binary": "binary", "five": "1-5"}
+    nan = float("nan")
+
+    def pm(value, se, digits: int = 3) -> str:
+        return "—" if value is None else f"{value:.{digits}f}" + ("" if se is None else f" ± {se:.{digits}f}")
+
+    body, widths = [], []
+    for scale in result["scales"]:
+        for seed in result["per_seed"]:
+            block = seed[scale]["lambda"]
+            mine, reference = block["designer"] or {}, block["reference"]
+            whole = block["designer_by_budget"].get("1", {})
+            body.append(
+                [
+                    names[scale],
+                    str(seed["seed"]),
+                    f"{seed[scale]['icc']:.2f}",
+                    f"{whole.get('n', '—')} + {whole.get('m', '—')}",
+                    pm(whole.get("predicted_width"), whole.get("predicted_width_se")),
+                    pm(mine.get("ci_width"), mine.get("ci_width_se")),
+                    pm(block.get("predicted_reference_width"), None),
+                    pm(reference["ci_width"], reference.get("ci_width_se")),
+                    pm(block.get("predicted_saving"), None, 2),
+                    pm(block.get("predicted_saving_by_budget"), None, 2),
+                    pm(block.get("saving"), block.get("saving_se"), 2),
+                    pm(mine.get("coverage"), mine.get("coverage_se")),
+                ]
+            )
+            for share, cell in block["designer_by_budget"].items():
+                ratio = cell["ci_width"] / cell["predicted_width"] if cell.get("predicted_width") else nan
+                widths.append(
+                    [
+                        names[scale],
+                        str(seed["seed"]),
+                        share,
+                        str(cell["judgements"]),
+                        pm(cell["predicted_width"], cell.get("predicted_width_se")),
+                        pm(cell["ci_width"], cell.get("ci_width_se")),
+                        f"{ratio:.2f}",
+                    ]
+                )
+    head = (
+        f"λ\\* with the Analysis page's estimator ({result.get('lambda_estimator', 'the page')}), {result['replicates']} "
+        f"simulated studies per design, {result.get('resamples', '?')} bootstrap resamples each (the page draws 1,000), budget "
+        f"{result['budget']} judgements, a pool of {result['pool']} dialogues; ± one Monte-Carlo SE. Predicted: the "
+        "designer's figures as the page and the CLI show them; *saving, promised*: 1 − the proposal's judgements / the "
+        "judgements uniform k = 3 needs for the proposal's predicted width; *on its widths*: the measured saving's "
+        "definition applied to the predicted widths; *measured*: 1 − the judgements the designer needs for uniform's mean "
+        "width (interpolated over the budget shares below) / uniform's judgements; *coverage*: of the pool's λ\\* by the "
+        f"designer's intervals (a coverage of 0.95 is measured to ±{(0.95 * 0.05 / result['replicates']) ** 0.5:.3f}). "
+        f"{_meta('designer-lambda', data)}"
+    )
+    header = [
+        "scale",
+        "seed",
+        "ICC",
+        "n + overlap",
+        "designer: predicted width",
+        "measured",
+        "uniform k = 3: predicted",
+        "measured",
+        "saving: promised",
+        "on its widths",
+        "measured",
+        "coverage",
+    ]
+    second = ["scale", "seed", "share of budget", "judgements", "predicted width", "measured mean width", "measured / predicted"]
+    shares = "The designer's widths at each share of the budget:"
+    return head + "\n\n" + table(header, body) + f"\n\n{shares}\n\n" + table(second, widths)
+
+
 def include(path: str) -> str:
     text = (REPO / path.strip()).read_text(encoding="utf-8")
     return re.sub(r"\A# [^\n]*\n", "", text, count=1)
@@ -515,5 +601,6 @@ GENERATORS = {
     "bench-rest": bench_rest,
     "coverage": coverage,
     "systems": systems,
+    "designer": designer,
     "include": include,
 }
