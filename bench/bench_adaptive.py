@@ -574,6 +574,13 @@ def main() -> None:
     )
     parser.add_argument("--scales", default="binary,five", help="with --seeds: the rating scales, comma-separated")
     parser.add_argument(
+        "--designer-studies",
+        type=int,
+        default=0,
+        help="with --seeds: simulated studies behind each of the λ designer's widths (0: its own, 200-500; a quick run "
+        "may take fewer, its predictions then less precise)",
+    )
+    parser.add_argument(
         "--quality-noise",
         type=float,
         default=0.6,
@@ -598,6 +605,10 @@ def main() -> None:
     if args.budget is None:
         args.budget = 900 if args.seeds else 300
     if args.seeds:
+        if args.designer_studies > 0:  # the designer reads these when it simulates
+            from metrics import design as designer
+
+            designer.LAMBDA_STUDIES = designer.LAMBDA_SEARCH_STUDIES = (args.designer_studies, args.designer_studies)
         result = run_seeds(args)
         if args.json:
             print(json.dumps(result, indent=1))

@@ -698,21 +698,37 @@ def grid_columns(found: np.ndarray, values: np.ndarray, wanted: ArrayLike, what:
     return values[:, nearest]
 
 
-def _low_rank(values: np.ndarray, sketch: int = 160) -> tuple[np.ndarray, np.ndarray]:
+def _low_rank(values: np.ndarray, most: int = 160) -> tuple[np.ndarray, np.ndarray]:
     """``values`` (D × Λ) as ``left @ right`` (D × q, q × Λ) to rounding, so that a weighted sum over dialogues
     costs q, not Λ, per resample.  A pool's FGA over a λ grid has a small rank (a dialogue's FGA(λ) is a sum of
     1 − e^{−λx} over its few distinct type-2 distances x: 24 for the bench's pool on 1,001 λ; its square 35):
-    a randomised range finder (Halko, Martinsson & Tropp 2011) finds it, and the factors are kept only when they
-    give ``values`` back to 1e-10 of its largest entry; otherwise ``values`` and the identity (the same numbers,
-    no saving)."""
+    Gram-Schmidt with column pivoting (each step the column furthest from the basis so far, orthogonalised
+    twice) finds it with whole-array products only, no LAPACK call (whose threads crawl on a busy server), and
+    the factors are kept only when they give ``values`` back to 1e-10 of its largest entry; otherwise
+    ``values`` and the identity (the same numbers, no saving)."""
     dialogues, size = values.shape
-    if min(dialogues, size) <= sketch:
+    if min(dialogues, size) <= most:
         return values, np.eye(size)
-    basis, _ = np.linalg.qr(values @ np.random.default_rng(0).normal(size=(size, sketch)))
-    u, s, vt = np.linalg.svd(basis.T @ values, full_matrices=False)
-    keep = s > 1e-13 * s[0]
-    left, right = basis @ (u[:, keep] * s[keep]), vt[keep]
-    if keep.sum() >= sketch - 8 or np.abs(values - left @ right).max() > 1e-10 * max(float(np.abs(values).max()), 1e-300):
+    residual = values.copy()
+    norms = np.einsum("ij,ij->j", residual, residual)
+    largest = float(norms.max())
+    basis: list[np.ndarray] = []
+    while len(basis) < most:
+        j = int(np.argmax(norms))
+        if not norms[j] > 1e-24 * largest:
+            break
+        q = residual[:, j] / math.sqrt(norms[j])
+        for b in basis:  # once more against the basis: the residual's rounding
+            q -= b * (b @ q)
+        q /= math.sqrt(float(q @ q))
+        residual -= np.outer(q, q @ residual)
+        norms = np.einsum("ij,ij->j", residual, residual)
+        basis.append(q)
+    if not basis or len(basis) >= most:
+        return values, np.eye(size)
+    left = np.column_stack(basis)
+    right = left.T @ values
+    if np.abs(values - left @ right).max() > 1e-10 * max(float(np.abs(values).max()), 1e-300):
         return values, np.eye(size)
     return left, right
 

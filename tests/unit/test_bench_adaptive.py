@@ -73,6 +73,8 @@ def test_the_designer_bench_prints_its_contract():
             "300",
             "--misspecified-noise",
             "2",
+            "--designer-studies",
+            "30",
         ],
         cwd=REPO,
         capture_output=True,
@@ -115,6 +117,9 @@ def test_the_designer_bench_prints_its_contract():
                 for cell in block[key]["designer_by_budget"].values():
                     assert cell["judgements"] <= budget + (30 if key == "lambda" else 0)  # λ: Poisson-drawn, n expected
                     assert cell["m"] <= cell["n"] <= 200 and cell["predicted_width"] > 0
+        lam = seed["binary"]["lambda"]  # the designer's promise beside the measured saving, with Monte-Carlo SEs
+        assert {"predicted_saving", "predicted_saving_by_budget", "saving_se", "predicted_reference_width"} <= set(lam)
+        assert all(cell["predicted_width_se"] > 0 for cell in lam["designer_by_budget"].values())
 
 
 def test_a_pilot_that_sees_less_rater_noise_reports_the_icc_of_that_noise():
