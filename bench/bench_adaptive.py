@@ -22,7 +22,7 @@ at smaller budgets and interpolating (negative: adaptive needs more).
 
 **``--seeds N`` (issue 29): the designer** (``metrics.design``) against uniform k = 3 at the same budget
 and against the FGA study's 11 x 100, for seeds ``--seed`` .. ``--seed + N - 1`` (each its own pool and
-rater population), binary and 1-5 ratings, FGA on a λ grid 0.05 .. 2 (``DESIGN_GRID``).  Here the
+rater population), binary and 1-5 ratings, FGA on the Analysis page's grid 0..10 and on 0.05..2 (``DESIGN_GRID``).  Here the
 dialogues' quality is fixed per seed and the 20 raters are a fixed population, so each dialogue's
 *expected rating over the rater population* is known exactly (:func:`expected_ratings`); the truth, the
 same for every design, is the pool-level r(FGA, expected) − r(JGA, expected) and the λ maximising
@@ -32,12 +32,17 @@ its own design: ``comparison`` (n dialogues at random, a random m of them with k
 r(FGA) − r(JGA) by ``metrics.design.corrected_difference``, r / √reliability with a jackknife over
 dialogues, for every design, uniform k = 3 included) and ``lambda`` (one vote each but the smallest
 identified overlap subset, the dialogues by Poisson sampling with π from their λ scores, each weighted
-1/π; λ* by ``adaptive.lambda_star(refine=True)``: the weighted argmax refined between grid points, with a
-percentile bootstrap over dialogues — the references use the same estimator with equal weights; λ* is
-the argmax, which the common factor √reliability does not move).  ``saving`` = 1 − (judgements the
-designer needs for the reference's mean CI width) / the reference's judgements, the designer re-run at
-fractions of the budget and interpolated as above.  Rows: {binary, 1-5} x {r(FGA) − r(JGA), λ*} vs
-uniform k = 3, and r(FGA) − r(JGA) vs 11 x 100 (both scales); per seed and median [min, max].
+1/π; λ* as the Analysis page estimates it, ``adaptive.lambda_star(refine=True)`` on ``AnalysisSettings().grid``:
+the weighted argmax refined between grid points, with a percentile bootstrap over dialogues (``--resamples``;
+the page draws 1,000) — the references use the same estimator with equal weights; λ* is the argmax, which the
+common factor √reliability does not move; its truth is the argmax of r(FGA_λ, expected rating) on that grid).
+The λ rows also print the designer's promise (its proposal's saving at the whole budget, and the measured
+saving's definition applied to its predicted widths) and its predicted width ± Monte-Carlo SE beside the
+measured mean width ± SE at every share of the budget; the measured saving's SE comes from redrawing the
+simulated studies.  ``--questions lambda`` runs the λ rows alone (``--scales`` the rating scales).
+``saving`` = 1 − (judgements the designer needs for the reference's mean CI width) / the reference's
+judgements, the designer re-run at fractions of the budget and interpolated as above.  Rows: {binary, 1-5}
+x {r(FGA) − r(JGA), λ*} vs uniform k = 3, and r(FGA) − r(JGA) vs 11 x 100 (both scales); per seed and median [min, max].
 The simulated raters' ICC(1,1) is about 0.26 (binary) and 0.72 (1-5): ``icc`` in the output.
 ``--misspecified-noise F`` (the README's assumptions row, F = 2): the designer is told the rater noise
 (the variance of one vote around the dialogue's expected rating) F times smaller than the truth's, the
