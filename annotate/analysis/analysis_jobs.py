@@ -258,14 +258,20 @@ def _obtain(engine: Engine, key: AnalysisKey, compute, *, waiting=None) -> dict:
     queues behind the votes) at the first look and again only once that lease has lapsed."""
     attempt = 0
     while True:
+        # the lease is read before the result: a lease seen gone means that the server which held it has
+        # stored its result already (or died), so a result still not found after it is really not there
+        lapsed = attempt > 0 and analysis_cache.lease_lapsed(engine, key)
         found = analysis_cache.fetch(engine, key)
         if found is not None:
             return found
-        if attempt == 0 or analysis_cache.lease_lapsed(engine, key):
+        if attempt == 0 or lapsed:
             if analysis_cache.claim(engine, key):
                 with analysis_cache.claimed(engine, key):
                     return analysis_cache.store(engine, key, compute())
-            if attempt and analysis_cache.lease_lapsed(engine, key):
+            found = analysis_cache.fetch(engine, key)  # stored while this server tried the lease
+            if found is not None:
+                return found
+            if lapsed and analysis_cache.lease_lapsed(engine, key):  # (not a third server's lease, just taken)
                 # nobody computes it, yet the database's copy did not load: computed here, stored again
                 return analysis_cache.store(engine, key, compute())
         if waiting is not None:

@@ -228,7 +228,7 @@ def test_the_analysis_computed_in_the_background_comes_in_without_a_click(browse
     page.get_by_text("Analysing the study as it is now").first.wait_for(state="detached", timeout=ANSWERS_TIMEOUT)
     page.reload()
     wait_idle(page)
-    page.get_by_role("heading", name="Answers").wait_for(timeout=30_000)
+    page.get_by_role("heading", name="Answers").wait_for()
     assert page.get_by_text("Analysing the study as it is now").count() == 0  # current: no bar
     page.context.close()
 

@@ -56,19 +56,31 @@ def server(tmp_path_factory, fixtures):
     running.engine.dispose()
 
 
-def pick(page, label: str, option: str, nth: int = 0) -> None:
-    """Choose ``option`` in the select box labelled ``label``."""
+def pick(page, label: str, option: str, nth: int = 0, tries: int = 3) -> None:
+    """Choose ``option`` in the select box labelled ``label``, on a settled page.  A list that closed
+    before its option was clicked (a run the page started by itself re-drew the box: seen once on a
+    busy machine, the option "detached from the DOM") is opened again, as a person would."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
-    box = page.get_by_test_id("stSelectbox").filter(has_text=label).filter(visible=True).nth(nth)
-    box.click()
-    choice = page.get_by_role("option", name=option).first
-    choice.wait_for()
-    if choice.get_attribute("aria-selected") == "true":
-        page.keyboard.press("Escape")  # chosen already: choosing it again runs nothing
+    for attempt in range(tries):
+        wait_idle(page)
+        box = page.get_by_test_id("stSelectbox").filter(has_text=label).filter(visible=True).nth(nth)
+        box.click()
+        choice = page.get_by_role("option", name=option).first
+        choice.wait_for()
+        if choice.get_attribute("aria-selected") == "true":
+            page.keyboard.press("Escape")  # chosen already: choosing it again runs nothing
+            return
+        try:
+            after_run(page, lambda: choice.click(timeout=10_000))  # noqa: B023 (called at once)
+        except PlaywrightTimeout:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
+            continue
+        expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(option)))  # the choice took
         return
-    after_run(page, choice.click)
-    expect(box.get_by_role("combobox")).to_have_value(re.compile(re.escape(option)))  # the choice took
 
 
 def admin_analysis(chromium, server, study: str):

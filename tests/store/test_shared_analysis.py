@@ -118,6 +118,43 @@ def test_two_servers_asking_at_once_compute_it_once(engine, db_url, tmp_path):
     assert digest is not None and running is None and votes == 60
 
 
+def test_a_result_stored_between_a_look_and_the_lease_check_is_read_not_computed_again(engine, tmp_path, monkeypatch):
+    """The race two servers ran into on a busy machine: this server looks (nothing stored yet), the other
+    server stores its result and ends its lease, and only then does this server see the lease gone.  The
+    lease gone means the result is there: this server reads it and computes nothing."""
+    study, _ = _voted_study(engine, tmp_path, name="between")
+    settings = AnalysisSettings(resamples=20, folds=0, grid=(0.0, 2.0, 5))
+    key = analysis_cache.analysis_key(engine, study.id, settings, None)
+    from annotate.analysis.study_data import analyse_afresh
+
+    result = analyse_afresh(engine, study.id, settings, None, None)
+    monkeypatch.setattr(analysis_cache, "_HOLDER", "other-server")
+    assert analysis_cache.claim(engine, key)  # the other server computes it
+    monkeypatch.undo()
+    reports.clear_cache()  # nothing held in this process: only the database tells
+    looks = []
+    real_fetch = analysis_cache.fetch
+
+    def fetch_then_the_other_stores(engine_, key_):
+        found = real_fetch(engine_, key_)
+        looks.append(found is not None)
+        if len(looks) == 2:  # right after this server's second look, the other server finishes
+            with monkeypatch.context() as other:
+                other.setattr(analysis_cache, "_HOLDER", "other-server")
+                analysis_cache.store(engine_, key_, dict(result))
+            analysis_cache.clear()  # what the other server keeps in its memory is not this one's
+        return found
+
+    monkeypatch.setattr(analysis_cache, "fetch", fetch_then_the_other_stores)
+    monkeypatch.setattr(analysis_jobs, "WAIT_SECONDS", 0.01)
+    computed = []
+    found = analysis_jobs._obtain(
+        engine, key, lambda: computed.append(1) or analyse_afresh(engine, study.id, settings, None, None)
+    )
+    assert computed == [] and analysis_cache.origin(found) == "stored"
+    assert looks[:2] == [False, False] and looks[-1] is True
+
+
 def test_a_server_killed_while_computing_holds_the_others_up_only_until_its_lease_lapses(engine, db_url, tmp_path):
     study, _ = _voted_study(engine, tmp_path, n=40, name="killed")
     lease = {"DST_JUDGE_ANALYSIS_LEASE_SECONDS": "3"}
