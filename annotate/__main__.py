@@ -240,7 +240,9 @@ def serve(engine, args) -> None:
         os.environ["DST_JUDGE_API_PORT"] = str(args.api_port)  # the Annotators page shows the API's address
         print(f"HTTP API: http://{args.api_host}:{args.api_port}/api/v1 (tokens: dst-judge token add NAME)", flush=True)
     sys.stdout.flush()
-    for name, value in MALLOC_DEFAULTS.items():  # read by glibc when the process starts: set before the exec
+    from annotate.analysis.analysis_jobs import NUMERIC_THREADS
+
+    for name, value in {**MALLOC_DEFAULTS, **NUMERIC_THREADS}.items():  # read as the process starts: set before the exec
         os.environ.setdefault(name, value)
     os.execv(sys.executable, command)
 

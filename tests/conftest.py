@@ -24,6 +24,13 @@ def fixtures() -> Path:
     return FIXTURES
 
 
+from annotate.analysis.analysis_jobs import NUMERIC_THREADS  # noqa: E402  (numpy is not imported yet)
+
+# One BLAS thread per process, as the app runs (set before numpy loads here, in the xdist workers and in
+# every server a test starts): three workers on 2 cores with OpenBLAS's spinning threads once spent 4x the
+# CPU on the λ designer's simulations (``python -m bench.bench_blas_threads``).
+for _name, _value in NUMERIC_THREADS.items():
+    os.environ.setdefault(_name, _value)
 os.environ.setdefault("DST_JUDGE_BCRYPT_ROUNDS", "4")  # fast hashing in tests; production default is 12
 os.environ.setdefault(
     "DST_JUDGE_BACKGROUND_ANALYSIS", "0"

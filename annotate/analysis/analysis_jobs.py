@@ -138,6 +138,14 @@ NICE = 10  # the analysis process's niceness: the serving process (0) comes firs
 _CHILD_ENGINES: dict[str, Engine] = {}  # in the analysis process: one engine per database
 
 
+# One BLAS thread in every process of the app (the analysis process here; ``python -m annotate serve``
+# sets it for the serving process): the app's matrices are small, and OpenBLAS's threads (one per core)
+# spin while they wait for work, so beside other load they burned 2-4x the CPU for the same numbers
+# (``python -m bench.bench_blas_threads``: docs/benchmarks/blas-threads.json).  A value set in the
+# environment is kept.
+NUMERIC_THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 class _Worker:
     """The analysis process: ``python -c 'from annotate.analysis.analysis_jobs import serve; serve()'``, one call at
     a time, each ``(function, args)`` pickled in on its stdin and ``(ok, value)`` pickled back.  A plain
@@ -152,7 +160,7 @@ class _Worker:
         with self.lock:
             if self.process is None or self.process.poll() is not None:
                 paths = os.pathsep.join(p for p in sys.path if p)  # the serving process's own imports
-                env = {**os.environ, "PYTHONPATH": paths}
+                env = {**NUMERIC_THREADS, **os.environ, "PYTHONPATH": paths}
                 command = [sys.executable, "-c", "from annotate.analysis.analysis_jobs import serve; serve()"]
                 self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
             try:

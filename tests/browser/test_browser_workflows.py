@@ -58,8 +58,8 @@ def server(tmp_path_factory, fixtures):
 
 def pick(page, label: str, option: str, nth: int = 0, tries: int = 3) -> None:
     """Choose ``option`` in the select box labelled ``label``, on a settled page.  A list that closed
-    before its option was clicked (a run the page started by itself re-drew the box: seen once on a
-    busy machine, the option "detached from the DOM") is opened again, as a person would."""
+    before its option was clicked (a run re-drew the box: on a busy machine a tab's run began after the
+    page looked settled, and the option was "detached from the DOM") is opened again, as a person would."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import expect
 
@@ -68,11 +68,11 @@ def pick(page, label: str, option: str, nth: int = 0, tries: int = 3) -> None:
         box = page.get_by_test_id("stSelectbox").filter(has_text=label).filter(visible=True).nth(nth)
         box.click()
         choice = page.get_by_role("option", name=option).first
-        choice.wait_for()
-        if choice.get_attribute("aria-selected") == "true":
-            page.keyboard.press("Escape")  # chosen already: choosing it again runs nothing
-            return
         try:
+            choice.wait_for(timeout=10_000)
+            if choice.get_attribute("aria-selected") == "true":
+                page.keyboard.press("Escape")  # chosen already: choosing it again runs nothing
+                return
             after_run(page, lambda: choice.click(timeout=10_000))  # noqa: B023 (called at once)
         except PlaywrightTimeout:
             if attempt == tries - 1:
@@ -98,7 +98,7 @@ def open_study_settings(page, study: str, tab: str) -> None:
     page.get_by_role("link", name="Studies").click()
     page.get_by_role("heading", name="Studies").wait_for()
     wait_idle(page)
-    page.get_by_role("tab", name="Change a study").click()
+    after_run(page, lambda: page.get_by_role("tab", name="Change a study").click())  # the tab runs the page again
     pick(page, "Study", study)
     page.get_by_role("tab", name=tab).click()
 
