@@ -137,6 +137,6 @@ def test_on_the_collected_items_no_slow_test_is_in_the_quick_loop():
         return selected, int(deselected.group(1)) if deselected else 0
 
     both, others = collected("unit and slow")
-    assert both == 0 and others > 500, (both, others)
+    assert both == 0 and others > 0, (both, others)  # the tree was collected, and no item of it is both
     layer_marks = re.compile(r"^pytestmark\s*=.*mark\.unit\b", re.MULTILINE)  # the folder gives it
     assert [p.name for p in (REPO / "tests").rglob("test_*.py") if layer_marks.search(p.read_text())] == []
