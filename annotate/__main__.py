@@ -97,6 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reset.add_argument("name")
     annotator.add_parser("list")
+    admin = commands.add_parser("admin", help="admins (the first one: before anybody can log in)")
+    admin_add = admin.add_subparsers(dest="action", required=True).add_parser(
+        "add", help="add an admin (password from DST_JUDGE_PASSWORD or a prompt); the same as annotator add NAME with --admin"
+    )
+    admin_add.add_argument("name")
+    admin_add.set_defaults(admin=True, judge=False)
 
     study = commands.add_parser("study").add_subparsers(dest="action", required=True)
     create = study.add_parser("create", help="create a study from data files (one transaction)")
@@ -654,6 +660,7 @@ COMMANDS = {
     ("annotator", "add"): annotator_add,
     ("annotator", "password"): annotator_password,
     ("annotator", "list"): annotator_list,
+    ("admin", "add"): annotator_add,
     ("study", "create"): study_create,
     ("study", "list"): study_list,
     ("study", "reopen"): study_reopen,

@@ -151,7 +151,8 @@ def demo_refusal(engine: Engine) -> str | None:
     return None
 
 
-FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' dst-judge annotator add NAME --admin"
+# the command a stranger types for the first admin, shown on the login page: no option flag in it
+FIRST_ADMIN = "DST_JUDGE_PASSWORD='a long password' dst-judge admin add NAME"
 
 
 def setup_hint(engine: Engine) -> str | None:

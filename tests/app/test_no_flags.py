@@ -77,3 +77,31 @@ def test_no_page_or_report_shows_a_command_line_flag(app_db, monkeypatch):
             assert study.name in text
             found[f"{fmt} of {study.name}"] = FLAG.findall(text)
     assert {where: flags for where, flags in found.items() if flags} == {}
+
+
+def test_the_login_page_says_how_to_make_the_first_admin_without_a_flag(tmp_path, monkeypatch):
+    """A database with nobody who can log in as an admin (the demo off): the login page says how to make the
+    first admin, as a command with no option flag, and that command makes one who can log in."""
+    import os
+    import subprocess
+    import sys
+
+    from annotate.store.db import make_engine, upgrade
+    from annotate.studies.demo import FIRST_ADMIN
+    from tests.conftest import REPO
+
+    url = f"sqlite:///{tmp_path / 'judge.sqlite'}"
+    upgrade(make_engine(url))
+    monkeypatch.setenv("DST_JUDGE_DB", url)
+    monkeypatch.setenv("DST_JUDGE_DEMO", "0")
+    probe = AppTest.from_string("from annotate.pages import login\nlogin.render()\n", default_timeout=60)
+    probe.run()
+    assert not probe.exception, probe.exception
+    shown = everything_shown(probe)
+    assert "No admin account yet" in shown and "dst-judge admin add NAME" in shown
+    assert FLAG.findall(shown) == []
+    command = FIRST_ADMIN.split("dst-judge ", 1)[1].replace("NAME", "first-admin").split()
+    env = {**os.environ, "DST_JUDGE_PASSWORD": "a long password", "DST_JUDGE_DB": url}
+    done = subprocess.run([sys.executable, "-m", "annotate", *command], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and "added admin first-admin" in done.stdout, done.stderr
+    assert log_in(get_engine(url), "first-admin", "a long password")[0].role == "admin"
