@@ -21,6 +21,7 @@ from annotate.people.auth import add_annotator
 from annotate.store.db import read_session, write_session
 from annotate.store.models import Annotator, Assignment, Item, VoteEvent
 from annotate.studies import create_study
+from annotate.studies.membership import set_members
 from tests.browser.test_browser import eventually, log_in, press
 from tests.browser_harness import (
     CHROMIUM,
@@ -40,6 +41,7 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 
 FIRST, SECOND = "Three dialogues", "Two more dialogues"
 COCO, SLU = "CoCo turns", "SLU turns"
+COCO_UNSURE = "CoCo turns, unsure offered"  # only pocket's (the phone test's): no other test of the module sees it
 PHONE = {"width": 400, "height": 800}
 
 
@@ -55,6 +57,10 @@ def own_server(tmp_path_factory, fixtures):
             create_study(session, SECOND, "satisfaction", [fixtures / "fga_human_eval"], overlap=3, sample=2)
             create_study(session, COCO, "coco", [fixtures / "coco"], condition="coco", overlap=3, sample=2)
             create_study(session, SLU, "slu", [fixtures / "dstc2"], overlap=3, sample=3)
+            unsure = create_study(
+                session, COCO_UNSURE, "coco", [fixtures / "coco"], condition="coco", overlap=3, sample=2, unsure=True
+            )
+            set_members(session, unsure, ["pocket"], "test")
 
     server = database_server(tmp_path_factory.mktemp("own-view"), prepare, {"DST_JUDGE_DEMO": "0"})
     yield server
@@ -174,7 +180,7 @@ def test_the_annotators_own_view_counts_marks_undoes_explains_and_goes_on(own_se
         context.close()
 
 
-@pytest.mark.parametrize("study", [FIRST, COCO, SLU])
+@pytest.mark.parametrize("study", [FIRST, COCO, SLU, COCO_UNSURE])
 def test_every_kinds_answer_controls_are_on_a_phones_first_screen(own_server, browser, study):
     context = new_context(browser, PHONE)
     page = open_page(context, f"{own_server.url}/?study={study.replace(' ', '+')}")
@@ -183,11 +189,13 @@ def test_every_kinds_answer_controls_are_on_a_phones_first_screen(own_server, br
         FIRST: ("Satisfied (1)", "Not satisfied (0)", "Skip"),
         COCO: ("Human-like: yes (1)", "Human-like: no (2)", "Correct: yes (3)", "Correct: no (4)", "Skip"),
         SLU: ("Save and next", "Skip"),
+        # a row per question, each with its Unsure (found below the fold once: the second row at y 775-815, Skip under it)
+        COCO_UNSURE: ("Yes (1)", "No (2)", "Unsure (n)", "Yes (3)", "No (4)", "Unsure (m)", "Skip"),
     }[study]
     page.get_by_role("button", name=controls[0]).wait_for()
     for name in controls:
         assert in_viewport(page, page.get_by_role("button", name=name).first), f"{study}: {name} is below the fold"
     if study == SLU:
         assert in_viewport(page, page.get_by_label("Transcription (what the caller actually said)"))
-    screenshot(page, f"38-own-phone-{study.split()[0].lower()}")
+    screenshot(page, f"38-own-phone-{study.split()[0].lower()}{'-unsure' if study == COCO_UNSURE else ''}")
     context.close()

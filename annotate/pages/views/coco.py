@@ -61,15 +61,17 @@ def _rows_per_question(st, ctx: ItemContext, answers: dict[str, str], shown: dic
     """A study that offers "unsure": six answers and Skip do not fit one row at 1400 px, so each question
     has its own row under its words, its buttons named by their answer only (*Yes (1)*, *No (2)*, *Unsure
     (n)*; *Yes (3)*, *No (4)*, *Unsure (m)*, then Skip and the comment): at 400 px a question's three
-    buttons still fit one row."""
-    for question in BUTTONS:
-        st.caption(f"{QUESTION_SHORT[question]} Your answer: {shown[question]}")
-        with st.container(horizontal=True, gap="small"):
-            _buttons(st, ctx, answers, question, short=True)
-            if question == "correct":
-                ctx.skip_button()
-                with st.popover("Comment"):
-                    ctx.comment_box()
+    buttons still fit one row, and the second question's with Skip (the rows close-set: at 400x800 they and
+    Skip are on the first screen, ``tests/browser/test_browser_own_view.py``)."""
+    with st.container(gap="xsmall"):  # close-set, so that on a phone the second row and Skip are on the first screen
+        for question in BUTTONS:
+            st.caption(f"{QUESTION_SHORT[question]} Your answer: {shown[question]}")
+            with st.container(horizontal=True, gap="xsmall"):
+                _buttons(st, ctx, answers, question, short=True)
+                if question == "correct":
+                    ctx.skip_button()
+                    with st.popover("Comment"):
+                        ctx.comment_box()
 
 
 def _buttons(st, ctx: ItemContext, answers: dict[str, str], question: str, short: bool = False) -> None:
