@@ -157,9 +157,21 @@ def _plan_section(engine, user, study, *, unsaved: bool) -> None:
         st.text(f"⚠ {deviation.text()}")  # values and names as text, not Markdown
 
 
+# On a narrow screen (a phone, 400 px) the charts drawn for 1400 px (the forest plot 551 px wide, the
+# agreement chart 491) reached past the screen's right edge, their interval labels out of reach: there a
+# chart keeps to the column's width and scrolls sideways in its own box, as a table does
+# (tests/browser/test_browser_analysis.py).  Wider screens keep the charts as drawn.  Our own fixed CSS.
+NARROW_CSS = """<style>
+@media (max-width: 640px) {
+  [data-testid="stVegaLiteChart"] { max-width: 100%; overflow-x: auto; }
+}
+</style>"""
+
+
 def render() -> None:
     user = require_admin_page()
     engine = app_engine()
+    st.html(NARROW_CSS)
     st.title("Analysis")
     # The study and its counts on one row, the settings folded below: the answers start high enough
     # for the summary and the forest plot to be on the first screen at 1400x900 (issue 27).

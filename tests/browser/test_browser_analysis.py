@@ -23,7 +23,16 @@ from annotate.people.sessions import log_in as store_log_in
 from annotate.studies.demo import DEMO_STUDIES, ensure_demo
 from tests.browser.test_browser import browser, log_in  # noqa: F401  (browser: a fixture)
 from tests.browser.test_browser_workflows import pick
-from tests.browser_harness import SCREENSHOTS, database_server, in_viewport, new_page, require_chromium, wait_idle
+from tests.browser_harness import (
+    SCREENSHOTS,
+    database_server,
+    in_viewport,
+    new_context,
+    new_page,
+    open_page,
+    require_chromium,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -188,6 +197,35 @@ def test_analysis_answers_first_and_its_tables_fit(browser, server, kind):  # no
             page.evaluate("document.querySelector('[data-testid=\"stMain\"]').scrollBy(0, 300)")
             screenshot_top(page, f"analysis_{kind}_{name}")
     page.context.close()
+
+
+CHARTS_FIT = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')]
+  .filter(chart => chart.offsetParent !== null)
+  .map(chart => ({right: chart.getBoundingClientRect().right, width: chart.scrollWidth, shown: chart.clientWidth,
+                  scrolls: getComputedStyle(chart).overflowX}))"""
+
+
+def test_on_a_phone_every_chart_is_whole_within_the_screen_or_scrolls_in_its_own_box(browser, server):  # noqa: F811
+    """At 400x800 the charts drawn for 1400 px (the forest plot 551 px, the agreement chart 491) were cut at
+    the screen's right edge: the interval labels and the axis' end out of reach.  A chart wider than the
+    screen now scrolls sideways in its own box (swiped as a table is), and nothing reaches past the screen."""
+    context = new_context(browser, {"width": 400, "height": 800})
+    page = open_page(context, server.url)
+    log_in(page, "admin", "demo-admin-pw", landing="Progress")
+    page.goto(f"{server.url}/analysis?study={STUDIES['satisfaction'].replace(' ', '+')}")
+    page.get_by_role("heading", name="Answers").wait_for(timeout=ANSWERS_TIMEOUT)
+    page.locator(".st-key-answers-forest [data-testid='stVegaLiteChart']").wait_for()
+    wait_idle(page, timeout=ANSWERS_TIMEOUT)
+    charts = page.evaluate(CHARTS_FIT)
+    assert len(charts) >= 3, charts
+    past = [chart for chart in charts if chart["right"] > 400]
+    assert past == [], f"charts reaching past the screen's edge: {past}"
+    hidden = [chart for chart in charts if chart["width"] > chart["shown"] + 1 and chart["scrolls"] not in ("auto", "scroll")]
+    assert hidden == [], f"charts cut without a way to reach the rest: {hidden}"
+    assert any(chart["width"] > chart["shown"] for chart in charts)  # the forest plot, at least, is swiped
+    page.locator(".st-key-answers-forest").scroll_into_view_if_needed()
+    screenshot_top(page, "analysis_satisfaction_400")
+    context.close()
 
 
 def screenshot_top(page, name: str):
