@@ -184,7 +184,8 @@ def test_without_the_demo_the_login_page_says_how_to_make_an_admin(app_db, monke
     monkeypatch.setenv("DST_JUDGE_DEMO", "0")
     app = start()
     shown = "\n".join(str(getattr(e, "value", "")) for e in app.main)
-    assert "dst-judge annotator add" in shown and "--admin" in shown and "DST_JUDGE_DEMO=0" in shown
+    # the first admin's command, with no option flag (it was ``annotator add NAME --admin``: no page shows a flag)
+    assert "dst-judge admin add NAME" in shown and "--" not in shown and "DST_JUDGE_DEMO=0" in shown
 
 
 def test_a_missing_fixtures_folder_is_a_clear_message(app_db, monkeypatch, tmp_path):
@@ -192,7 +193,7 @@ def test_a_missing_fixtures_folder_is_a_clear_message(app_db, monkeypatch, tmp_p
     app = start()
     shown = "\n".join(str(getattr(e, "value", "")) for e in app.main)
     assert f"No demo data at {tmp_path / 'nowhere'}" in shown and "DST_JUDGE_FIXTURES" in shown
-    assert "dst-judge annotator add" in shown
+    assert "dst-judge admin add NAME" in shown
 
 
 def test_skipped_item_is_listed_and_can_be_judged_in_the_page(app_db):
