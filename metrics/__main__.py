@@ -208,6 +208,12 @@ def _add_design(subparsers: Any) -> None:
     design.add_argument("--metric-b", default=JGA.key(), help=f"metric B (default {JGA.key()})")
     design.add_argument("--r-a", type=float, default=0.4, help="prior corrected r(A, expected rating) (default 0.4)")
     design.add_argument("--r-b", type=float, default=0.3, help="prior corrected r(B, expected rating) (default 0.3)")
+    design.add_argument(
+        "--grid",
+        default="0:10:1001",
+        help="lambda: the grid the Analysis page estimates λ* on (its settings' grid), START:STOP:NUM like "
+        "numpy.linspace (default 0:10:1001); the predictions are scored there and on 0.05..2",
+    )
     design.add_argument("--format", dest="fmt", help="input format of the predictions")
     design.add_argument("--slots", type=int, default=30, help="|S| for slot accuracy (default 30)")
     design.add_argument("--json", action="store_true")
@@ -558,16 +564,20 @@ def _design_scores(args: argparse.Namespace) -> dict[str, Any]:
     asked = [split_key(name) for name in (args.metric_a, args.metric_b)]
     lambdas, labels = parse_lambdas(",".join(lam for metric, lam in asked if metric is FGA and lam is not None) or "1")
     if args.question == "lambda":
-        from metrics.design import DESIGN_GRID
+        from metrics.calibrate import parse_grid
+        from metrics.design import design_lambdas
 
-        lambdas, labels = DESIGN_GRID, tuple(f"{v:g}" for v in DESIGN_GRID)
+        lambdas = design_lambdas(parse_grid(args.grid))
+        labels = tuple(f"{v:g}" for v in lambdas)
     _, values = per_dialogue_metrics(load_dialogues(args.paths, args.fmt), ScoreSettings(lambdas, labels, args.slots))
     return values
 
 
 def run_design(args: argparse.Namespace) -> int:
+    from metrics.calibrate import parse_grid
     from metrics.design import design
 
+    grid = parse_grid(args.grid) if args.question == "lambda" else None  # a grid that does not read: one line
     scores = _design_scores(args)
     proposal = design(
         args.question,
@@ -579,6 +589,7 @@ def run_design(args: argparse.Namespace) -> int:
         r_b=args.r_b,
         metric_a=args.metric_a,
         metric_b=args.metric_b,
+        grid=grid,
     )
     result = proposal.as_dict()
     if args.json:

@@ -393,6 +393,30 @@ def test_cli_design_lambda(tmp_path, capsys, monkeypatch):
     assert "λ*" in text and "weighted 1/π" in text and "uniform k = 3" in text
 
 
+def test_cli_design_lambda_on_the_pages_own_grid(tmp_path, capsys, monkeypatch):
+    """``--grid``: a study whose Analysis page estimates λ* on another grid (its settings' grid, here 0..4 in
+    401 λ) is designed on that grid, as the Studies page's designer does: the pool scored there (a scores
+    file without those columns is refused, naming them), and the note names the grid."""
+    monkeypatch.setattr(dz, "LAMBDA_STUDIES", (40, 40))
+    monkeypatch.setattr(dz, "LAMBDA_SEARCH_STUDIES", (30, 30))
+    grid = dz.design_lambdas(np.linspace(0, 4, 401))
+    pool = _lambda_pool(size=300, grid=grid)
+    path = tmp_path / "scores.csv"
+    names = [f"fga_{v:g}" for v in grid]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["dialogue", *names])
+        writer.writerows([f"d{i}", *(pool[name][i] for name in names)] for i in range(len(pool["jga"])))
+    command = ["design", "--question", "lambda", "--scores", str(path), "--budget", "300", "--icc", "0.5", "--r-a", "0.8"]
+    assert main([*command, "--grid", "0:4:401", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert any("on its grid λ 0..4 (401 λ)" in note for note in result["notes"]), result["notes"]
+    assert main(command) == 2  # the default grid 0..10: the file has no column beyond λ 4
+    assert "fga_<λ>" in capsys.readouterr().err
+    assert main([*command, "--grid", "0:4"]) == 2
+    assert "give START:STOP:NUM" in capsys.readouterr().err
+
+
 def test_a_lambda_design_that_cannot_pin_lambda_says_so_instead_of_a_saving():
     """A weak prior r and a small budget: most simulated studies' intervals on the page's grid span more than
     half of it; the proposal says λ* is not pinned down and claims no saving (a width that is the grid is no
