@@ -333,7 +333,8 @@ def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval |
     """The study's main question in its analysis, as the Analysis page shows it; None until there is
     a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
     r(JGA) with its bootstrap interval, or λ*); a designed λ study: the design table's λ* (weighted 1/π,
-    the interval the designer predicted); a uniform one: the difference between metrics (the
+    the interval the designer predicted); a study designed for the comparison: the design table's corrected
+    difference ρ(FGA) − ρ(JGA) (k-free, the estimand whose width the designer predicted); a uniform one: the difference between metrics (the
     jackknife-t interval of z_A − z_B) or the λ calibration (bootstrap interval of λ*).
 
     The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
@@ -347,6 +348,13 @@ def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval |
         # λ* weighted 1/π, as the design table answers it (and the designer predicted its width): for the pool
         found = weighted.lam
         return None if found is None else _closed(found.lambda_star, found.ci)
+    if chosen.question == "comparison" and weighted.design == "designed":
+        # the corrected (k-free) difference of the design table: the estimand whose width the designer predicted
+        found = weighted.corrected.difference if weighted.corrected is not None else None
+        if found is None or found.estimate is None or found.ci is None or {found.a, found.b} != {label, "jga"}:
+            return None
+        sign = 1 if found.a == label else -1  # said as ρ(FGA) - ρ(JGA)
+        return _closed(sign * found.estimate, sorted(sign * v for v in found.ci))
     if weighted.design == "adaptive":
         pairs = weighted.differences
     elif chosen.question == "lambda":

@@ -454,6 +454,27 @@ def test_a_lambda_pool_with_a_missing_or_repeated_value_is_refused():
     assert np.isnan(refined_argmax(np.full(4, np.nan), np.arange(4.0)))  # no correlation at any λ: no λ*
 
 
+def test_a_comparison_designed_studys_main_question_is_the_corrected_difference_the_designer_predicted():
+    """The Progress line's main question of a study designed for the comparison is the corrected (k-free)
+    difference ρ(FGA) − ρ(JGA) of the design table, whose width the designer predicted, said as FGA − JGA;
+    before the overlap subset identifies it (no interval), the raw difference is not put in its place."""
+    from annotate.analysis.reports import main_question
+
+    allocation = {"policy": "designed", "question": "comparison", "lambda": 0.5, "budget": 300}
+    corrected = {"difference": {"a": "jga", "b": "fga_0.5", "estimate": -0.08, "ci": [-0.2, 0.05]}}
+    analysis = {
+        "design": {"design": "designed", "allocation": allocation, "corrected": corrected},
+        "correlation": {"williams": [{"a": "fga_0.5", "b": "jga", "diff": 0.03, "diff_ci": [-0.1, 0.16]}]},
+    }
+    found = main_question(allocation, analysis)
+    assert (found.estimate, found.low, found.high) == (0.08, -0.05, 0.2)  # FGA − JGA, as the designer's question
+    unidentified = {**analysis, "design": {**analysis["design"], "corrected": {"note": "no overlap subset yet"}}}
+    assert main_question(allocation, unidentified) is None
+    uniform = {"policy": "uniform", "question": "comparison", "lambda": 0.5}
+    found = main_question(uniform, {**analysis, "design": {"design": "uniform"}})
+    assert (found.estimate, found.low, found.high) == (0.03, -0.1, 0.16)  # a uniform study: the raw difference
+
+
 def test_a_lambda_designed_studys_main_question_is_the_weighted_lambda_the_designer_predicted():
     """The Progress line's main question of a λ-designed study is the design table's λ* (1/π-weighted, the
     interval whose width the designer predicted), not the unweighted calibration beside it."""
