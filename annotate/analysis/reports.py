@@ -333,9 +333,10 @@ def main_question(design: DesignAllocation | dict, analysis: dict) -> Interval |
     """The study's main question in its analysis, as the Analysis page shows it; None until there is
     a closed interval.  An adaptive study: the 1/π-weighted estimates of the design table (r(FGA) -
     r(JGA) with its bootstrap interval, or λ*); a designed λ study: the design table's λ* (weighted 1/π,
-    the interval the designer predicted); a study designed for the comparison: the design table's corrected
-    difference ρ(FGA) − ρ(JGA) (k-free, the estimand whose width the designer predicted); a uniform one: the difference between metrics (the
-    jackknife-t interval of z_A − z_B) or the λ calibration (bootstrap interval of λ*).
+    the interval the designer predicted); a study designed for the comparison: the design table's
+    corrected difference ρ(FGA) − ρ(JGA) (k-free, the estimand whose width the designer predicted); a
+    uniform one: the difference between metrics (the jackknife-t interval of z_A − z_B) or the λ
+    calibration (bootstrap interval of λ*).
 
     The one place that reads the analysis result (``metrics.analysis``'s dict, ``design_summary``'s
     included) for the design line: through its typed views (``metrics.results``), built here."""
