@@ -176,12 +176,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
-    folder = Path(tempfile.mkdtemp(prefix="dst-bench-before-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(folder), args.before], cwd=ROOT, check=True, capture_output=True)
-    try:
+    from bench.worktree import checkout  # the parent's only: a child may run in a tree of before it
+
+    with checkout(args.before) as folder:
         before = run_side(folder, args)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT, capture_output=True)
     after = run_side(ROOT, args)
     result = {"dialogues": args.dialogues, "votes": args.votes, "resamples": args.resamples, "before": before, "after": after}
     if args.json:

@@ -75,16 +75,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         print(json.dumps(child(args)))
         return
-    folder = Path(tempfile.mkdtemp(prefix="dst-bench-before-"))
-    subprocess.run(["git", "worktree", "add", "--detach", str(folder), args.before], cwd=ROOT, check=True, capture_output=True)
+    from bench.worktree import checkout  # the parent's only: a child may run in a tree of before it
+
     before: list[float] = []
     after: list[float] = []
-    try:
+    with checkout(args.before) as folder:
         for _ in range(args.rounds):
             before += run_side(folder, args)
             after += run_side(ROOT, args)
-    finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(folder)], cwd=ROOT, capture_output=True)
     result = {
         "before_ref": args.before,
         "dialogues": args.dialogues,
