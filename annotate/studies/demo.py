@@ -176,7 +176,7 @@ def setup_hint(engine: Engine) -> str | None:
     else:
         why = "The database already held data, so no demo was made."
     return (
-        f"{why}\nThere is no admin account yet. Create the first one in a terminal, on the same database "
+        f"{why}\nCreate the first admin account in a terminal, on the same database "
         f"(DST_JUDGE_DB), then log in here:\n\n    {FIRST_ADMIN}"
     )
 

@@ -99,6 +99,7 @@ def test_the_login_page_says_how_to_make_the_first_admin_without_a_flag(tmp_path
     assert not probe.exception, probe.exception
     shown = everything_shown(probe)
     assert "No admin account yet" in shown and "dst-judge admin add NAME" in shown
+    assert shown.lower().count("no admin account") == 1  # said once (the hint under it once said it again)
     assert FLAG.findall(shown) == []
     command = FIRST_ADMIN.split("dst-judge ", 1)[1].replace("NAME", "first-admin").split()
     env = {**os.environ, "DST_JUDGE_PASSWORD": "a long password", "DST_JUDGE_DB": url}
